@@ -1,0 +1,2 @@
+// Package waitingroom implements the http.handlers.waiting_room Caddy module.
+package waitingroom

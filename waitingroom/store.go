@@ -1,0 +1,119 @@
+package waitingroom
+
+import (
+	"context"
+	"time"
+)
+
+// Store holds one room's shared state: the active set, the queue and the counters.
+// Every method that changes more than one thing does so atomically, so any number of
+// handlers (on one Caddy or on many sharing the store) may call any method at once and
+// capacity is still never exceeded.
+//
+// Times are passed in rather than read from a clock so that tests can drive a store with
+// an injected clock and so that every instance agrees on what "now" means for one call.
+type Store interface {
+	// Join takes a brand-new visitor: when nobody waits and a slot is free (and the
+	// limits allow it) the visitor is admitted at once, otherwise it is given the next
+	// ticket and queued. A visitor id that is already known is reported as it stands and
+	// not queued twice.
+	Join(ctx context.Context, id VisitorID, now time.Time, lim Limits) (Status, error)
+
+	// Status reports where a visitor stands. For a waiter it also counts as being heard
+	// from (the waiter's liveness is refreshed), so a page load or poll keeps the place.
+	Status(ctx context.Context, id VisitorID, now time.Time) (Status, error)
+
+	// Touch refreshes an admitted visitor's last-seen time. It reports false when the
+	// visitor is not admitted (session expired, revoked, removed): the caller then treats
+	// the request as a new visitor.
+	Touch(ctx context.Context, id VisitorID, now time.Time) (bool, error)
+
+	// Heartbeat marks waiters as heard from now, in one batch (the WebSocket hub calls it
+	// for all waiters connected to this instance). Unknown ids are ignored.
+	Heartbeat(ctx context.Context, ids []VisitorID, now time.Time) error
+
+	// Leave removes a visitor, queued or admitted, and reports whether it was there.
+	// A freed slot is filled by the next Step.
+	Leave(ctx context.Context, id VisitorID) (bool, error)
+
+	// Step is the admission step: it drops admitted visitors not seen for SessionTTL and
+	// waiters not heard from for QueueTTL, then admits live waiters from the head of the
+	// queue while slots are free. It returns the ids it admitted (also announced to
+	// subscribers).
+	Step(ctx context.Context, now time.Time, lim Limits) ([]VisitorID, error)
+
+	// Positions computes, in one call whatever the number of tickets, the 1-based
+	// position of each ticket among the queued waiters (waiters ahead + 1). It writes 0
+	// for a ticket that is no longer queued (admitted, left or expired). out has the
+	// length of tickets.
+	Positions(ctx context.Context, tickets []uint64, out []int) error
+
+	// Stats returns the room's counters.
+	Stats(ctx context.Context) (Stats, error)
+
+	// Secret returns the room's shared signing secret: the first candidate ever offered
+	// wins and is returned to every later caller, so instances (and reloads) that were
+	// not given a secret agree on one.
+	Secret(ctx context.Context, candidate []byte) ([]byte, error)
+
+	// Subscribe calls fn with the ids of every admission made from the queue by anyone
+	// sharing this store (this instance's steps and, for shared stores, other
+	// instances'). Delivery is best effort: callers reconcile through Positions/Status.
+	// The returned function ends the subscription.
+	Subscribe(fn func(ids []VisitorID)) (cancel func())
+}
+
+// Limits are the settings the store needs to decide admissions. They are passed on every
+// call, so a reload or a runtime change applies to the very next decision.
+type Limits struct {
+	// Capacity is how many visitors may be admitted at once.
+	Capacity int
+	// SessionTTL is how long an admitted visitor keeps the slot without a request.
+	SessionTTL time.Duration
+	// QueueTTL is how long a waiter keeps the place without being heard from.
+	QueueTTL time.Duration
+}
+
+// State is where a visitor stands in a room.
+type State uint8
+
+const (
+	// Unknown means the store does not know the visitor: never seen, expired, left,
+	// revoked or removed. The visitor is treated as new.
+	Unknown State = iota
+	// Queued means the visitor holds a ticket in the queue.
+	Queued
+	// Admitted means the visitor holds a slot in the active set.
+	Admitted
+)
+
+func (s State) String() string {
+	switch s {
+	case Queued:
+		return "queued"
+	case Admitted:
+		return "admitted"
+	default:
+		return "unknown"
+	}
+}
+
+// Status is a visitor's standing as the store saw it.
+type Status struct {
+	State State
+	// Ticket is the waiter's ticket (Queued only). Tickets grow with arrival order.
+	Ticket uint64
+	// Position is waiters ahead + 1 (Queued only).
+	Position int
+}
+
+// Stats are a room's counters at one moment.
+type Stats struct {
+	// Active is the number of admitted visitors holding a slot.
+	Active int
+	// Waiting is the number of queued waiters.
+	Waiting int
+	// AdmittedTotal counts every admission ever made in this room (at join and from the
+	// queue). The estimator measures throughput from its growth.
+	AdmittedTotal uint64
+}
