@@ -3,6 +3,8 @@ package waitingroom
 import (
 	"context"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
 )
 
 // Store holds one room's shared state: the active set, the queue and the counters.
@@ -116,4 +118,15 @@ type Stats struct {
 	// AdmittedTotal counts every admission ever made in this room (at join and from the
 	// queue). The estimator measures throughput from its growth.
 	AdmittedTotal uint64
+}
+
+// StoreModule is implemented by the Caddy modules in the namespace
+// http.handlers.waiting_room.stores (memory, redis). A module opens the store of one
+// room; stores are pooled so that every handler of the same room in this process (and,
+// for the memory store, the next config after a reload) shares one.
+type StoreModule interface {
+	// OpenStore returns the store of the named room and a release function that the
+	// handler calls exactly once from Cleanup. It must not fail because a remote store
+	// is unreachable: that is reported by the store's calls, and the handler degrades.
+	OpenStore(ctx caddy.Context, room string) (store Store, release func(), err error)
 }
