@@ -77,5 +77,10 @@ func (e *estimator) eta(position int) (time.Duration, bool) {
 	if !ok || position < 1 {
 		return 0, false
 	}
-	return time.Duration(math.Ceil(float64(position)/r)) * time.Second, true
+	return etaAt(position, r), true
+}
+
+// etaAt is the wait at position when admissions run at rate per second.
+func etaAt(position int, rate float64) time.Duration {
+	return time.Duration(math.Ceil(float64(position)/rate)) * time.Second
 }
