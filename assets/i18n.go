@@ -77,6 +77,10 @@ const maxAcceptLanguage = 1024
 // language not named, and ties go to the range listed first. Anything it
 // cannot read counts as no preference, which means English.
 func Negotiate(acceptLanguage string) string {
+	return negotiate(acceptLanguage, languages)
+}
+
+func negotiate(acceptLanguage string, languages []string) string {
 	if len(acceptLanguage) > maxAcceptLanguage {
 		acceptLanguage = acceptLanguage[:maxAcceptLanguage]
 	}
@@ -119,7 +123,9 @@ func Negotiate(acceptLanguage string) string {
 		if !p.set || p.q <= 0 {
 			continue
 		}
-		if p.q > bestQ || (p.q == bestQ && p.order < bestOrder) {
+		// Equal weight and place means one "*" named both: keep the default.
+		earlier := p.order < bestOrder || (p.order == bestOrder && languages[i] == defaultLang)
+		if p.q > bestQ || (p.q == bestQ && earlier) {
 			best, bestQ, bestOrder = languages[i], p.q, p.order
 		}
 	}

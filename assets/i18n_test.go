@@ -101,6 +101,25 @@ func TestNegotiate(t *testing.T) {
 	}
 }
 
+// With more languages, "*" must still mean the default, not the first in
+// alphabetical order.
+func TestNegotiateMoreLanguages(t *testing.T) {
+	langs := []string{"de", "en", "ko", "zh-hant"}
+	tests := []struct{ header, want string }{
+		{"*", "en"},
+		{"de-AT, *;q=0.5", "de"},
+		{"ko;q=0.2, *;q=0.5", "en"},
+		{"zh", "zh-hant"},
+		{"zh-Hant-TW", "zh-hant"},
+		{"zh-Hans", "en"},
+	}
+	for _, tt := range tests {
+		if got := negotiate(tt.header, langs); got != tt.want {
+			t.Errorf("negotiate(%q) = %q, want %q", tt.header, got, tt.want)
+		}
+	}
+}
+
 func FuzzNegotiate(f *testing.F) {
 	for _, s := range []string{"", "ko-KR,ko;q=0.9", "*;q=0.1", ";q=", "ko;q=1e308"} {
 		f.Add(s)
