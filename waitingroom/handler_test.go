@@ -36,7 +36,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 // testRoom is a provisioned handler over a fresh memory store, with a clock the test
 // drives and a next handler that records who got through.
 type testRoom struct {
-	t       *testing.T
+	t       testing.TB
 	h       *Handler
 	clock   *fakeClock
 	passed  atomic.Int64
@@ -45,12 +45,12 @@ type testRoom struct {
 
 var roomSeq atomic.Int64
 
-func newTestRoom(t *testing.T, capacity int) *testRoom {
+func newTestRoom(t testing.TB, capacity int) *testRoom {
 	t.Helper()
 	return newTestRoomOn(t, capacity, nil)
 }
 
-func newTestRoomOn(t *testing.T, capacity int, store json.RawMessage) *testRoom {
+func newTestRoomOn(t testing.TB, capacity int, store json.RawMessage) *testRoom {
 	t.Helper()
 	clk := &fakeClock{now: time.Unix(1_800_000_000, 0)}
 	h := &Handler{
