@@ -78,6 +78,22 @@ func TestAdaptGolden(t *testing.T) {
 	}
 }
 
+// TestAdaptExamples adapts the Caddyfiles the README points people at: they must work
+// as written, without a single warning.
+func TestAdaptExamples(t *testing.T) {
+	files := []string{filepath.Join("..", "Caddyfile.example")}
+	examples, err := filepath.Glob(filepath.Join("..", "examples", "*.caddyfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, examples...)
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			adapt(t, file)
+		})
+	}
+}
+
 // TestAdaptOrder holds the directive's place in the handler chain, independently of the
 // golden files (which `-update` rewrites): after `header`, so security headers reach the
 // waiting page, and before everything that serves or guards content, so all of it is
