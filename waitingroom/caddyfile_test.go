@@ -546,3 +546,25 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestCaddyfileSameSiteNoneNeedsSecure: browsers drop a SameSite=None cookie that is not
+// Secure, so Validate refuses the pair; the Caddyfile must refuse it too, at parse time
+// and with a line in the cookie block, not only later at provision with no line at all.
+func TestCaddyfileSameSiteNoneNeedsSecure(t *testing.T) {
+	input := "waiting_room {\n name a\n capacity 1\n cookie {\n same_site none\n secure off\n }\n}"
+	var h Handler
+	err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input))
+	if err == nil {
+		t.Fatalf("`same_site none` with `secure off` parsed without error (Validate says: %v)", h.Validate())
+	}
+	if !strings.Contains(err.Error(), "same_site none needs secure") {
+		t.Errorf("error does not name the problem: %v", err)
+	}
+	inBlock := false
+	for line := 4; line <= 7; line++ {
+		inBlock = inBlock || strings.HasSuffix(err.Error(), ", at Testfile:"+strconv.Itoa(line))
+	}
+	if !inBlock {
+		t.Errorf("error does not point into the cookie block (lines 4-7): %v", err)
+	}
+}
