@@ -1,0 +1,570 @@
+package waitingroom
+
+import (
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+func on() *bool  { v := true; return &v }
+func off() *bool { v := false; return &v }
+
+func TestUnmarshalCaddyfile(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		input string
+		want  Handler
+	}{
+		{
+			name: "name and capacity only",
+			input: `waiting_room {
+				name tickets
+				capacity 100
+			}`,
+			want: Handler{Name: "tickets", Capacity: 100},
+		},
+		{
+			name: "every sub-directive",
+			input: `waiting_room {
+				name tickets
+				capacity 100
+				session_ttl 10m
+				queue_ttl 30s
+				status_code 503
+				fail closed
+				secret {env.WAITING_ROOM_SECRET} old-1 old-2
+				template /etc/caddy/waiting.html
+				cookie {
+					name wr_tickets
+					domain example.com
+					path /shop
+					same_site strict
+					secure on
+					http_only off
+				}
+				store memory
+			}`,
+			want: Handler{
+				Name:            "tickets",
+				Capacity:        100,
+				SessionTTL:      caddy.Duration(10 * time.Minute),
+				QueueTTL:        caddy.Duration(30 * time.Second),
+				StatusCode:      503,
+				Fail:            "closed",
+				Secret:          "{env.WAITING_ROOM_SECRET}",
+				PreviousSecrets: []string{"old-1", "old-2"},
+				Template:        "/etc/caddy/waiting.html",
+				Cookie: &Cookie{
+					Name:     "wr_tickets",
+					Domain:   "example.com",
+					Path:     "/shop",
+					SameSite: "strict",
+					Secure:   on(),
+					HTTPOnly: off(),
+				},
+				StoreRaw: json.RawMessage(`{"type":"memory"}`),
+			},
+		},
+		{
+			name: "order of sub-directives does not matter",
+			input: `waiting_room {
+				store memory
+				cookie {
+					path /
+				}
+				capacity 1
+				name last
+			}`,
+			want: Handler{
+				Name:     "last",
+				Capacity: 1,
+				Cookie:   &Cookie{Path: "/"},
+				StoreRaw: json.RawMessage(`{"type":"memory"}`),
+			},
+		},
+		{
+			name: "secret without previous secrets",
+			input: `waiting_room {
+				name a
+				capacity 1
+				secret s3cret
+			}`,
+			want: Handler{Name: "a", Capacity: 1, Secret: "s3cret"},
+		},
+		{
+			name: "bare secure means on, http_only off means off",
+			input: `waiting_room {
+				name a
+				capacity 1
+				cookie {
+					secure
+					http_only off
+				}
+			}`,
+			want: Handler{Name: "a", Capacity: 1, Cookie: &Cookie{Secure: on(), HTTPOnly: off()}},
+		},
+		{
+			name: "secure true, bare http_only, same_site none",
+			input: `waiting_room {
+				name a
+				capacity 1
+				cookie {
+					same_site none
+					secure true
+					http_only
+				}
+			}`,
+			want: Handler{Name: "a", Capacity: 1, Cookie: &Cookie{SameSite: "none", Secure: on(), HTTPOnly: on()}},
+		},
+		{
+			name: "secure off, http_only false, same_site lax",
+			input: `waiting_room {
+				name a
+				capacity 1
+				cookie {
+					same_site lax
+					secure off
+					http_only false
+				}
+			}`,
+			want: Handler{Name: "a", Capacity: 1, Cookie: &Cookie{SameSite: "lax", Secure: off(), HTTPOnly: off()}},
+		},
+		{
+			name: "empty cookie block",
+			input: `waiting_room {
+				name a
+				capacity 1
+				cookie {
+				}
+			}`,
+			want: Handler{Name: "a", Capacity: 1, Cookie: &Cookie{}},
+		},
+		{
+			name: "store memory with an empty block, then more sub-directives",
+			input: `waiting_room {
+				name a
+				store memory {
+				}
+				capacity 7
+				fail open
+			}`,
+			want: Handler{Name: "a", Capacity: 7, Fail: "open", StoreRaw: json.RawMessage(`{"type":"memory"}`)},
+		},
+		{
+			name: "status code bounds",
+			input: `waiting_room {
+				name a
+				capacity 1
+				status_code 599
+			}`,
+			want: Handler{Name: "a", Capacity: 1, StatusCode: 599},
+		},
+		{
+			name: "durations in Caddy's units",
+			input: `waiting_room {
+				name a
+				capacity 1
+				session_ttl 1d
+				queue_ttl 1500ms
+			}`,
+			want: Handler{
+				Name:       "a",
+				Capacity:   1,
+				SessionTTL: caddy.Duration(24 * time.Hour),
+				QueueTTL:   caddy.Duration(1500 * time.Millisecond),
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got Handler
+			if err := got.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input)); err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			assertSameConfig(t, got, tc.want)
+
+			// What the Caddyfile produces must pass the JSON path's validation and
+			// survive a JSON round trip unchanged: every sub-directive has a JSON twin.
+			if err := got.Validate(); err != nil {
+				t.Errorf("parsed config fails Validate: %v", err)
+			}
+			b, err := json.Marshal(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Handler
+			if err := caddy.StrictUnmarshalJSON(b, &back); err != nil {
+				t.Fatalf("JSON %s does not load back: %v", b, err)
+			}
+			assertSameConfig(t, back, got)
+		})
+	}
+}
+
+// assertSameConfig compares two handlers' configuration; the store is compared as
+// JSON, not byte for byte.
+func assertSameConfig(t *testing.T, got, want Handler) {
+	t.Helper()
+	gotStore, wantStore := got.StoreRaw, want.StoreRaw
+	got.StoreRaw, want.StoreRaw = nil, nil
+	// No previous secrets is no previous secrets, whether nil or empty.
+	if len(got.PreviousSecrets) == 0 && len(want.PreviousSecrets) == 0 {
+		got.PreviousSecrets, want.PreviousSecrets = nil, nil
+	}
+	if !reflect.DeepEqual(got, want) {
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		t.Errorf("config differs\n got: %s\nwant: %s", g, w)
+	}
+	if (gotStore == nil) != (wantStore == nil) {
+		t.Fatalf("store: got %s, want %s", gotStore, wantStore)
+	}
+	if gotStore != nil {
+		var g, w any
+		if err := json.Unmarshal(gotStore, &g); err != nil {
+			t.Fatalf("store is not JSON: %s", gotStore)
+		}
+		_ = json.Unmarshal(wantStore, &w)
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("store: got %s, want %s", gotStore, wantStore)
+		}
+	}
+}
+
+func TestUnmarshalCaddyfileErrors(t *testing.T) {
+	// Every input starts with `waiting_room` on line 1, so line numbers read off the
+	// literal directly.
+	for _, tc := range []struct {
+		name    string
+		input   string
+		wantErr string // part of the message that names the problem
+		line    int
+	}{
+		{
+			name:    "capacity 0",
+			input:   "waiting_room {\n name a\n capacity 0\n}",
+			wantErr: `capacity must be a whole number greater than 0, got "0"`,
+			line:    3,
+		},
+		{
+			name:    "capacity -1",
+			input:   "waiting_room {\n name a\n capacity -1\n}",
+			wantErr: `capacity must be a whole number greater than 0, got "-1"`,
+			line:    3,
+		},
+		{
+			name:    "capacity many",
+			input:   "waiting_room {\n name a\n\n capacity many\n}",
+			wantErr: `capacity must be a whole number greater than 0, got "many"`,
+			line:    4,
+		},
+		{
+			name:    "capacity without a value",
+			input:   "waiting_room {\n name a\n capacity\n}",
+			wantErr: "wrong argument count or unexpected line ending after 'capacity'",
+			line:    3,
+		},
+		{
+			name:    "missing name points at the directive",
+			input:   "waiting_room {\n capacity 1\n}",
+			wantErr: "waiting_room needs a name (add `name <name>` to the block)",
+			line:    1,
+		},
+		{
+			name:    "missing capacity points at the directive",
+			input:   "waiting_room {\n name a\n}",
+			wantErr: "waiting_room needs a capacity (add `capacity <n>` to the block)",
+			line:    1,
+		},
+		{
+			name:    "no block at all",
+			input:   "waiting_room",
+			wantErr: "waiting_room needs a name",
+			line:    1,
+		},
+		{
+			name:    "unknown sub-directive",
+			input:   "waiting_room {\n name a\n capacity 1\n colour blue\n}",
+			wantErr: `unrecognized subdirective "colour"`,
+			line:    4,
+		},
+		{
+			name:    "duplicate sub-directive points at the second",
+			input:   "waiting_room {\n name a\n capacity 1\n name b\n}",
+			wantErr: `duplicate subdirective "name"`,
+			line:    4,
+		},
+		{
+			name:    "duplicate cookie block",
+			input:   "waiting_room {\n name a\n capacity 1\n cookie {\n path /\n }\n cookie {\n path /x\n }\n}",
+			wantErr: `duplicate subdirective "cookie"`,
+			line:    7,
+		},
+		{
+			name:    "duration in words",
+			input:   "waiting_room {\n name a\n capacity 1\n session_ttl 5 minutes\n}",
+			wantErr: "wrong argument count or unexpected line ending after 'minutes'",
+			line:    4,
+		},
+		{
+			name:    "duration in words, quoted",
+			input:   "waiting_room {\n name a\n capacity 1\n session_ttl \"5 minutes\"\n}",
+			wantErr: `bad duration "5 minutes": want a positive duration such as 30s or 5m`,
+			line:    4,
+		},
+		{
+			name:    "negative duration",
+			input:   "waiting_room {\n name a\n capacity 1\n queue_ttl -1s\n}",
+			wantErr: `bad duration "-1s": want a positive duration`,
+			line:    4,
+		},
+		{
+			name:    "zero duration",
+			input:   "waiting_room {\n name a\n capacity 1\n queue_ttl 0s\n}",
+			wantErr: `bad duration "0s"`,
+			line:    4,
+		},
+		{
+			name:    "status_code 99",
+			input:   "waiting_room {\n name a\n capacity 1\n status_code 99\n}",
+			wantErr: `status_code must be an HTTP status between 200 and 599, got "99"`,
+			line:    4,
+		},
+		{
+			name:    "status_code 600",
+			input:   "waiting_room {\n name a\n capacity 1\n status_code 600\n}",
+			wantErr: `status_code must be an HTTP status between 200 and 599, got "600"`,
+			line:    4,
+		},
+		{
+			name:    "status_code abc",
+			input:   "waiting_room {\n name a\n capacity 1\n status_code abc\n}",
+			wantErr: `status_code must be an HTTP status between 200 and 599, got "abc"`,
+			line:    4,
+		},
+		{
+			name:    "status_code 199 (informational is not a page)",
+			input:   "waiting_room {\n name a\n capacity 1\n status_code 199\n}",
+			wantErr: `got "199"`,
+			line:    4,
+		},
+		{
+			name:    "fail maybe",
+			input:   "waiting_room {\n name a\n capacity 1\n fail maybe\n}",
+			wantErr: `fail must be open or closed, got "maybe"`,
+			line:    4,
+		},
+		{
+			name:    "fail without a value",
+			input:   "waiting_room {\n name a\n capacity 1\n fail\n}",
+			wantErr: "wrong argument count or unexpected line ending after 'fail'",
+			line:    4,
+		},
+		{
+			name:    "name with two words",
+			input:   "waiting_room {\n name a b\n capacity 1\n}",
+			wantErr: "wrong argument count or unexpected line ending after 'b'",
+			line:    2,
+		},
+		{
+			name:    "capacity with two values",
+			input:   "waiting_room {\n name a\n capacity 1 2\n}",
+			wantErr: "wrong argument count or unexpected line ending after '2'",
+			line:    3,
+		},
+		{
+			name:    "secret without a value",
+			input:   "waiting_room {\n name a\n capacity 1\n secret\n}",
+			wantErr: "wrong argument count or unexpected line ending after 'secret'",
+			line:    4,
+		},
+		{
+			name:    "template with two files",
+			input:   "waiting_room {\n name a\n capacity 1\n template a.html b.html\n}",
+			wantErr: "wrong argument count or unexpected line ending after 'b.html'",
+			line:    4,
+		},
+		{
+			name:    "cookie unknown option",
+			input:   "waiting_room {\n name a\n capacity 1\n cookie {\n max_age 1h\n }\n}",
+			wantErr: `unrecognized cookie option "max_age"`,
+			line:    5,
+		},
+		{
+			name:    "cookie duplicate option",
+			input:   "waiting_room {\n name a\n capacity 1\n cookie {\n path /a\n path /b\n }\n}",
+			wantErr: `duplicate cookie option "path"`,
+			line:    6,
+		},
+		{
+			name:    "cookie with an argument",
+			input:   "waiting_room {\n name a\n capacity 1\n cookie wr {\n path /\n }\n}",
+			wantErr: "wrong argument count or unexpected line ending after 'wr'",
+			line:    4,
+		},
+		{
+			name:    "same_site bogus",
+			input:   "waiting_room {\n name a\n capacity 1\n cookie {\n same_site bogus\n }\n}",
+			wantErr: `same_site must be lax, strict or none, got "bogus"`,
+			line:    5,
+		},
+		{
+			name:    "cookie name with a space",
+			input:   "waiting_room {\n name a\n capacity 1\n cookie {\n name \"wr tickets\"\n }\n}",
+			wantErr: `cookie name "wr tickets": only letters, digits, '-' and '_' are allowed`,
+			line:    5,
+		},
+		{
+			name:    "cookie name with a semicolon",
+			input:   "waiting_room {\n name a\n capacity 1\n cookie {\n name wr;x\n }\n}",
+			wantErr: `cookie name "wr;x": only letters, digits, '-' and '_' are allowed`,
+			line:    5,
+		},
+		{
+			name:    "cookie path not absolute",
+			input:   "waiting_room {\n name a\n capacity 1\n cookie {\n path shop\n }\n}",
+			wantErr: `cookie path must start with '/', got "shop"`,
+			line:    5,
+		},
+		{
+			name:    "cookie secure maybe",
+			input:   "waiting_room {\n name a\n capacity 1\n cookie {\n secure maybe\n }\n}",
+			wantErr: `want on or off, got "maybe"`,
+			line:    5,
+		},
+		{
+			name:    "cookie http_only with two values",
+			input:   "waiting_room {\n name a\n capacity 1\n cookie {\n http_only on off\n }\n}",
+			wantErr: "wrong argument count or unexpected line ending after 'off'",
+			line:    5,
+		},
+		{
+			name:    "store with no argument",
+			input:   "waiting_room {\n name a\n capacity 1\n store\n}",
+			wantErr: "wrong argument count or unexpected line ending after 'store'",
+			line:    4,
+		},
+		{
+			name:    "store nosuch",
+			input:   "waiting_room {\n name a\n capacity 1\n store nosuch\n}",
+			wantErr: "getting module named 'http.handlers.waiting_room.stores.nosuch': module not registered",
+			line:    4,
+		},
+		{
+			name:    "store module without a Caddyfile syntax",
+			input:   "waiting_room {\n name a\n capacity 1\n store counting_test\n}",
+			wantErr: "module http.handlers.waiting_room.stores.counting_test is not a Caddyfile unmarshaler",
+			line:    4,
+		},
+		{
+			name:    "store memory extra",
+			input:   "waiting_room {\n name a\n capacity 1\n store memory extra\n}",
+			wantErr: "wrong argument count or unexpected line ending after 'extra'",
+			line:    4,
+		},
+		{
+			name:    "store memory with an option, one line",
+			input:   "waiting_room {\n name a\n capacity 1\n store memory { x }\n}",
+			wantErr: `the memory store takes no options, got "x"`,
+			line:    4,
+		},
+		{
+			name:    "store memory with an option block",
+			input:   "waiting_room {\n name a\n capacity 1\n store memory {\n  x 1\n }\n}",
+			wantErr: `the memory store takes no options, got "x"`,
+			line:    5,
+		},
+		{
+			name:    "argument after waiting_room",
+			input:   "waiting_room tickets {\n name a\n capacity 1\n}",
+			wantErr: "wrong argument count or unexpected line ending after 'tickets'",
+			line:    1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h Handler
+			err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
+			if err == nil {
+				t.Fatalf("no error; parsed %+v", h)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tc.wantErr) {
+				t.Errorf("error does not name the problem\n got: %s\nwant: …%s…", msg, tc.wantErr)
+			}
+			if at := ", at Testfile:" + strconv.Itoa(tc.line); !strings.HasSuffix(msg, at) {
+				t.Errorf("error does not point at line %d\n got: %s", tc.line, msg)
+			}
+		})
+	}
+}
+
+// TestValidate covers the JSON path, where no Caddyfile parser stands in front of the
+// config: Validate alone must catch what the parser would have.
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		json    string
+		wantErr string // "" means valid
+	}{
+		{name: "minimal", json: `{"name":"a","capacity":1}`},
+		{name: "everything", json: `{"name":"a","capacity":5,"session_ttl":"10m","queue_ttl":30000000000,
+			"status_code":503,"fail":"closed","secret":"s","previous_secrets":["p"],
+			"cookie":{"name":"wr","path":"/","same_site":"none","secure":true,"http_only":false},
+			"store":{"type":"memory"}}`},
+		{name: "capacity 0", json: `{"name":"a","capacity":0}`, wantErr: "capacity must be greater than 0, got 0"},
+		{name: "capacity missing", json: `{"name":"a"}`, wantErr: "capacity must be greater than 0, got 0"},
+		{name: "capacity -1", json: `{"name":"a","capacity":-1}`, wantErr: "capacity must be greater than 0, got -1"},
+		{name: "missing name", json: `{"capacity":1}`, wantErr: "name is required"},
+		{name: "fail maybe", json: `{"name":"a","capacity":1,"fail":"maybe"}`, wantErr: `fail must be open or closed, got "maybe"`},
+		{name: "status 99", json: `{"name":"a","capacity":1,"status_code":99}`, wantErr: "status_code must be a final HTTP status (200-599), got 99"},
+		{name: "status 600", json: `{"name":"a","capacity":1,"status_code":600}`, wantErr: "status_code must be a final HTTP status (200-599), got 600"},
+		{name: "negative session_ttl", json: `{"name":"a","capacity":1,"session_ttl":"-1s"}`, wantErr: "session_ttl must not be negative, got -1s"},
+		{name: "negative queue_ttl", json: `{"name":"a","capacity":1,"queue_ttl":-1}`, wantErr: "queue_ttl must not be negative"},
+		{name: "bad cookie name", json: `{"name":"a","capacity":1,"cookie":{"name":"a b"}}`, wantErr: `cookie: name "a b": only letters, digits, '-' and '_' are allowed`},
+		{name: "bad same_site", json: `{"name":"a","capacity":1,"cookie":{"same_site":"bogus"}}`, wantErr: `cookie: same_site must be lax, strict or none, got "bogus"`},
+		{name: "same_site none without secure", json: `{"name":"a","capacity":1,"cookie":{"same_site":"none","secure":false}}`, wantErr: "cookie: same_site none needs secure"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h Handler
+			if err := caddy.StrictUnmarshalJSON([]byte(tc.json), &h); err != nil {
+				t.Fatalf("loading JSON: %v", err)
+			}
+			err := h.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tc.wantErr != "" && err == nil:
+				t.Fatalf("no error, want %q", tc.wantErr)
+			case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
+				t.Errorf("error does not name the problem\n got: %v\nwant: …%s…", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestCaddyfileSameSiteNoneNeedsSecure: browsers drop a SameSite=None cookie that is not
+// Secure, so Validate refuses the pair; the Caddyfile must refuse it too, at parse time
+// and with a line in the cookie block, not only later at provision with no line at all.
+func TestCaddyfileSameSiteNoneNeedsSecure(t *testing.T) {
+	input := "waiting_room {\n name a\n capacity 1\n cookie {\n same_site none\n secure off\n }\n}"
+	var h Handler
+	err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input))
+	if err == nil {
+		t.Fatalf("`same_site none` with `secure off` parsed without error (Validate says: %v)", h.Validate())
+	}
+	if !strings.Contains(err.Error(), "same_site none needs secure") {
+		t.Errorf("error does not name the problem: %v", err)
+	}
+	inBlock := false
+	for line := 4; line <= 7; line++ {
+		inBlock = inBlock || strings.HasSuffix(err.Error(), ", at Testfile:"+strconv.Itoa(line))
+	}
+	if !inBlock {
+		t.Errorf("error does not point into the cookie block (lines 4-7): %v", err)
+	}
+}
