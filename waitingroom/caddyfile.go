@@ -147,6 +147,7 @@ func parseCookie(d *caddyfile.Dispenser) (*Cookie, error) {
 		case "same_site":
 			c.SameSite, err = oneArg(d)
 			if err == nil {
+				c.SameSite = strings.ToLower(c.SameSite)
 				switch c.SameSite {
 				case "lax", "strict", "none":
 				default:
@@ -163,6 +164,9 @@ func parseCookie(d *caddyfile.Dispenser) (*Cookie, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	if err := c.validate(); err != nil {
+		return nil, d.Errf("cookie: %v", err)
 	}
 	return c, nil
 }

@@ -268,7 +268,7 @@ type countingStoreModule struct{}
 func (countingStoreModule) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
 		ID:  "http.handlers.waiting_room.stores.counting_test",
-		New: func() caddy.Module { return countingStoreModule{} },
+		New: func() caddy.Module { return new(countingStoreModule) },
 	}
 }
 

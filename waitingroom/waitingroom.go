@@ -153,6 +153,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.room = newRoom(h, secrets)
 	h.room.start(ctx)
+	register(h)
 	return nil
 }
 
@@ -211,6 +212,7 @@ func (h *Handler) Validate() error {
 // WebSockets with a reconnect hint and lets go of the store. It is safe after a failed
 // Provision and when called twice.
 func (h *Handler) Cleanup() error {
+	unregister(h)
 	if h.room != nil {
 		h.room.stop()
 	}
