@@ -1,0 +1,186 @@
+// Package assets holds the default waiting page (an html/template with inline
+// CSS and JS), its translations, and the helpers an operator's own page may
+// use. Nothing here makes a request: the page loads no fonts, scripts or
+// images, so a queued visitor costs the site exactly one document.
+package assets
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"strconv"
+	"strings"
+)
+
+//go:embed waiting.html i18n/*.json
+var files embed.FS
+
+// PageData is what a waiting page template is rendered with.
+type PageData struct {
+	Room           string            // room name
+	Lang           string            // chosen language tag, "en" or "ko"
+	State          string            // "queued" (normal) or "unavailable" (the store is down and the room fails closed)
+	Position       int               // 1-based place in line (queued)
+	Waiting        int               // people waiting in total
+	Active         int               // visitors currently admitted
+	Capacity       int               // visitors admitted at once
+	ETASeconds     int               // estimated wait, valid only when ETAKnown
+	ETAKnown       bool              // false until there is data: show "estimating…"
+	Progress       int               // 0..100 for the progress bar
+	RefreshSeconds int               // polling period and <meta refresh> period
+	Nonce          string            // CSP nonce for the inline <script> and <style>
+	T              map[string]string // translated strings for Lang (from Messages)
+}
+
+// defaultTemplate is parsed at init so a broken embedded page stops the
+// program at start, not on the first visitor of a sale.
+var defaultTemplate = template.Must(template.New("waiting.html").Funcs(Funcs()).ParseFS(files, "waiting.html"))
+
+// DefaultTemplate returns the embedded waiting page. It is shared: execute it
+// (safe from many goroutines), do not modify it.
+func DefaultTemplate() *template.Template {
+	return defaultTemplate
+}
+
+// NewTemplate parses an operator's own waiting page with the same Funcs as the
+// default one. It also renders the page once with sample data, so a template
+// that parses but cannot execute (a misspelt field, a wrong argument count) is
+// reported when the config loads instead of failing every visitor.
+func NewTemplate(name, text string) (*template.Template, error) {
+	tmpl, err := template.New(name).Funcs(Funcs()).Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("parsing waiting page template: %w", err)
+	}
+	// Rendering a clone keeps tmpl unexecuted, so callers may still Clone it.
+	trial, err := tmpl.Clone()
+	if err != nil {
+		return nil, fmt.Errorf("parsing waiting page template: %w", err)
+	}
+	if err := trial.Execute(io.Discard, samplePage()); err != nil {
+		return nil, fmt.Errorf("rendering waiting page template with sample data: %w", err)
+	}
+	return tmpl, nil
+}
+
+func samplePage() PageData {
+	return PageData{
+		Room: "sample", Lang: defaultLang, State: "queued",
+		Position: 12, Waiting: 40, Active: 2, Capacity: 2,
+		ETASeconds: 240, ETAKnown: true, Progress: 73, RefreshSeconds: 5,
+		Nonce: "sample", T: Messages(defaultLang),
+	}
+}
+
+// Funcs returns the helpers a waiting page template may call:
+//
+//	eta T seconds        "about 4 minutes" in T's language; never a precise count
+//	number T n           n with T's digit grouping ("12,345")
+//	around text mark     text split at mark into [before, after], for "You are number {n}"
+//	percent n            n clamped to 0..100
+//	atLeast min n        the larger of min and n
+//	clientState .        the page's facts as the JSON the script reads (see waiting.html)
+func Funcs() template.FuncMap {
+	return template.FuncMap{
+		"eta":         formatETA,
+		"number":      formatNumber,
+		"around":      around,
+		"percent":     func(n int) int { return min(max(n, 0), 100) },
+		"atLeast":     func(lo, n int) int { return max(lo, n) },
+		"clientState": clientState,
+	}
+}
+
+// formatETA rounds an estimate to what it honestly is: minutes up to ten,
+// then steps of five, then hours. Coarse steps also keep the text from
+// flickering as the estimate wobbles between pushes. The script on the page
+// repeats these rules; change both together.
+func formatETA(t map[string]string, seconds int) string {
+	if seconds < 60 {
+		return t["eta_under_minute"]
+	}
+	m := (seconds + 30) / 60
+	switch {
+	case m == 1:
+		return t["eta_minutes_one"]
+	case m < 90:
+		if m > 10 {
+			m = (m + 2) / 5 * 5
+		}
+		return fill(t["eta_minutes_other"], m, t)
+	default:
+		return fill(t["eta_hours_other"], (m+30)/60, t)
+	}
+}
+
+func fill(text string, n int, t map[string]string) string {
+	return strings.Replace(text, "{n}", formatNumber(t, n), 1)
+}
+
+// formatNumber groups digits by thousands with the language's separator.
+func formatNumber(t map[string]string, n int) string {
+	digits := strconv.Itoa(n)
+	sign := ""
+	if n < 0 {
+		sign, digits = "-", digits[1:]
+	}
+	sep := t["thousands_separator"]
+	var b strings.Builder
+	b.WriteString(sign)
+	for i, d := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteString(sep)
+		}
+		b.WriteRune(d)
+	}
+	return b.String()
+}
+
+// around splits a translated sentence at its placeholder, so the template can
+// wrap the number in its own element while translators keep whole sentences.
+func around(text, mark string) []string {
+	before, after, _ := strings.Cut(text, mark)
+	return []string{before, after}
+}
+
+// clientKeys are the texts the page's script needs after load; the rest of T
+// is only rendered on the server.
+var clientKeys = []string{
+	"thousands_separator", "eta_estimating", "eta_under_minute", "eta_minutes_one",
+	"eta_minutes_other", "eta_hours_other", "announce_position", "admitted",
+}
+
+// clientState is the page's starting point in the shape of the server's
+// "position" messages, plus the texts the script formats with. The template
+// puts it in a <script type="application/json">, where html/template encodes
+// it as JSON with <, > and & escaped.
+func clientState(page any) (map[string]any, error) {
+	var p PageData
+	switch v := page.(type) {
+	case PageData:
+		p = v
+	case *PageData:
+		p = *v
+	default:
+		return nil, fmt.Errorf("clientState: want PageData, got %T", page)
+	}
+	var eta any // JSON null until the estimate is known, as on the wire
+	if p.ETAKnown {
+		eta = p.ETASeconds
+	}
+	t := make(map[string]string, len(clientKeys))
+	for _, k := range clientKeys {
+		t[k] = p.T[k]
+	}
+	return map[string]any{
+		"room":            p.Room,
+		"status":          p.State,
+		"position":        p.Position,
+		"waiting":         p.Waiting,
+		"active":          p.Active,
+		"capacity":        p.Capacity,
+		"eta_seconds":     eta,
+		"refresh_seconds": max(p.RefreshSeconds, 1),
+		"t":               t,
+	}, nil
+}

@@ -1,0 +1,132 @@
+package assets
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestLanguages(t *testing.T) {
+	if got := Languages(); !slices.Equal(got, []string{"en", "ko"}) {
+		t.Errorf("Languages() = %v, want [en ko]", got)
+	}
+}
+
+// Every translation must say everything English says (and nothing more), or
+// that language's visitors see English mixed in or a text nobody renders.
+func TestTranslationsHaveSameKeys(t *testing.T) {
+	en := catalog[defaultLang]
+	for _, lang := range Languages() {
+		msgs := catalog[lang]
+		for k := range en {
+			if msgs[k] == "" {
+				t.Errorf("%s.json lacks %q", lang, k)
+			}
+		}
+		for k := range msgs {
+			if _, ok := en[k]; !ok {
+				t.Errorf("%s.json has %q, which en.json lacks", lang, k)
+			}
+		}
+		for _, k := range clientKeys {
+			if _, ok := msgs[k]; !ok {
+				t.Errorf("%s.json lacks %q, which the page's script needs", lang, k)
+			}
+		}
+		for _, k := range []string{"position", "eta_minutes_other", "eta_hours_other", "announce_position"} {
+			if !strings.Contains(msgs[k], "{n}") {
+				t.Errorf("%s.json %q = %q lacks {n}", lang, k, msgs[k])
+			}
+		}
+	}
+}
+
+func TestMessages(t *testing.T) {
+	tests := []struct{ lang, key, want string }{
+		{"en", "leave", "Leave the queue"},
+		{"ko", "leave", "대기열 나가기"},
+		{"xx", "leave", "Leave the queue"},
+		{"", "leave", "Leave the queue"},
+	}
+	for _, tt := range tests {
+		if got := Messages(tt.lang)[tt.key]; got != tt.want {
+			t.Errorf("Messages(%q)[%q] = %q, want %q", tt.lang, tt.key, got, tt.want)
+		}
+	}
+	// Each call is the caller's own map.
+	Messages("en")["leave"] = "changed"
+	if Messages("en")["leave"] != "Leave the queue" {
+		t.Error("changing a returned map changed the catalog")
+	}
+}
+
+func TestNegotiate(t *testing.T) {
+	tests := []struct{ header, want string }{
+		{"", "en"},
+		{"ko", "ko"},
+		{"ko-KR", "ko"},
+		{"KO-kr", "ko"},
+		{"ko-KR,ko;q=0.9,en-US;q=0.8,en;q=0.7", "ko"},
+		{"en-US,en;q=0.9,ko;q=0.8", "en"},
+		{"en;q=0.5, ko;q=0.8", "ko"},
+		{"fr-FR, fr;q=0.9, ko;q=0.3", "ko"},
+		{"fr", "en"},
+		{"*", "en"},
+		{"ko, *;q=0.1", "ko"},
+		{"*;q=0.5, ko;q=0", "en"},
+		{"ko;q=0", "en"},
+		{"en;q=0, ko;q=0", "en"},
+		{"ko;q=1.5, en;q=0.1", "en"},
+		{"ko;q=abc", "en"},
+		{"ko;q=NaN", "en"},
+		{"ko ; q = 0.9 , en ; q = 0.8", "ko"},
+		{"en;q=0.8, ko;q=0.8", "en"},
+		{"ko;q=0.8, en;q=0.8", "ko"},
+		{",,,;;;===", "en"},
+		{"\x00\xff\xfe;q=\x00", "en"},
+		{"ko-", "ko"},
+		{strings.Repeat("x-y;q=0.1,", 100000) + "ko", "en"},
+		{"ko," + strings.Repeat("a", 1<<20), "ko"},
+	}
+	for _, tt := range tests {
+		name := tt.header
+		if len(name) > 40 {
+			name = name[:40] + "..."
+		}
+		t.Run(name, func(t *testing.T) {
+			if got := Negotiate(tt.header); got != tt.want {
+				t.Errorf("Negotiate(%q) = %q, want %q", name, got, tt.want)
+			}
+		})
+	}
+}
+
+// With more languages, "*" must still mean the default, not the first in
+// alphabetical order.
+func TestNegotiateMoreLanguages(t *testing.T) {
+	langs := []string{"de", "en", "ko", "zh-hant"}
+	tests := []struct{ header, want string }{
+		{"*", "en"},
+		{"de-AT, *;q=0.5", "de"},
+		{"ko;q=0.2, *;q=0.5", "en"},
+		{"zh", "zh-hant"},
+		{"zh-Hant-TW", "zh-hant"},
+		{"zh-Hans", "en"},
+	}
+	for _, tt := range tests {
+		if got := negotiate(tt.header, langs); got != tt.want {
+			t.Errorf("negotiate(%q) = %q, want %q", tt.header, got, tt.want)
+		}
+	}
+}
+
+func FuzzNegotiate(f *testing.F) {
+	for _, s := range []string{"", "ko-KR,ko;q=0.9", "*;q=0.1", ";q=", "ko;q=1e308"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		if got := Negotiate(header); !slices.Contains(Languages(), got) {
+			t.Errorf("Negotiate(%q) = %q, not a supported language", header, got)
+		}
+	})
+}

@@ -1,0 +1,114 @@
+package caddytest
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/caddytest"
+)
+
+// BenchmarkHTTPRoomVsBare drives one real Caddy with wrk and compares, in the same run,
+// three sites that answer the same "ok": bare, behind a waiting room with an admitted
+// cookie, and behind a waiting room where every request is a new visitor (admitted at
+// once: join, sign, Set-Cookie). The rounds are interleaved so machine noise hits all
+// three alike; the medians and their ratios to bare are reported.
+//
+//	go test -run '^$' -bench HTTPRoomVsBare -benchtime 1x ./caddytest/
+//
+// It runs once whatever b.N is: wrk decides how many requests fit in each round.
+func BenchmarkHTTPRoomVsBare(b *testing.B) {
+	wrk, err := exec.LookPath("wrk")
+	if err != nil {
+		b.Skip("wrk is not installed (apt-get install wrk)")
+	}
+	const (
+		rounds   = 3
+		duration = "5s"
+	)
+	tester := caddytest.NewTester(b)
+	tester.InitServer(`{
+	admin localhost:2999
+	http_port 9080
+	https_port 9443
+	grace_period 1ns
+	skip_install_trust
+	local_certs
+	log {
+		level ERROR
+	}
+}
+http://localhost:9081 {
+	respond "ok"
+}
+http://localhost:9082 {
+	waiting_room {
+		name bench_admitted
+		capacity 1000000000
+	}
+	respond "ok"
+}
+http://localhost:9083 {
+	waiting_room {
+		name bench_new
+		capacity 1000000000
+	}
+	respond "ok"
+}
+`, "caddyfile")
+
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar}
+	resp, err := client.Get("http://localhost:9082/")
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp.Body.Close()
+	u, _ := url.Parse("http://localhost:9082/")
+	cookies := jar.Cookies(u)
+	if len(cookies) != 1 {
+		b.Fatalf("expected the room's cookie, got %v", cookies)
+	}
+	cookie := cookies[0].Name + "=" + cookies[0].Value
+
+	run := func(target string, args ...string) float64 {
+		b.Helper()
+		cmd := exec.Command(wrk, append([]string{"-t1", "-c50", "-d" + duration, target}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			b.Fatalf("wrk: %v\n%s", err, out)
+		}
+		m := regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`).FindSubmatch(out)
+		if m == nil {
+			b.Fatalf("no Requests/sec in wrk output:\n%s", out)
+		}
+		if regexp.MustCompile(`Non-2xx`).Match(out) {
+			b.Fatalf("wrk saw errors:\n%s", out)
+		}
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		return v
+	}
+	var bare, admitted, fresh []float64
+	run("http://localhost:9081/") // warm up
+	for i := 0; i < rounds; i++ {
+		bare = append(bare, run("http://localhost:9081/"))
+		admitted = append(admitted, run("http://localhost:9082/", "-H", "Cookie: "+cookie))
+		fresh = append(fresh, run("http://localhost:9083/"))
+		time.Sleep(200 * time.Millisecond)
+	}
+	med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+	mb, ma, mf := med(bare), med(admitted), med(fresh)
+	b.ReportMetric(mb, "bare_req/s")
+	b.ReportMetric(ma, "admitted_req/s")
+	b.ReportMetric(mf, "new_visitor_req/s")
+	b.ReportMetric(ma/mb, "admitted_ratio")
+	b.ReportMetric(mf/mb, "new_visitor_ratio")
+	fmt.Printf("bare %v\nadmitted %v\nnew visitors %v\n", bare, admitted, fresh)
+}

@@ -1,0 +1,324 @@
+package caddytest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/caddytest"
+	"github.com/coder/websocket"
+)
+
+// The in-process Caddy of the caddytest harness serves these tests, one at a time.
+const (
+	livePort = 9080
+	liveBase = "http://localhost:9080"
+)
+
+func TestMain(m *testing.M) {
+	// Caddy writes its data and autosaved config under these; keep them out of $HOME.
+	for _, v := range []string{"XDG_DATA_HOME", "XDG_CONFIG_HOME"} {
+		dir, err := os.MkdirTemp("", "waitingroom-caddytest-")
+		if err != nil {
+			panic(err)
+		}
+		defer os.RemoveAll(dir)
+		os.Setenv(v, dir)
+	}
+	os.Exit(m.Run())
+}
+
+var roomSeq atomic.Int64
+
+// uniqueRoom names a room no other test uses: the memory store keeps a room's state
+// across config loads by name, which is the point of one test and a leak in the others.
+func uniqueRoom(t *testing.T) string {
+	return fmt.Sprintf("room%d_%d", time.Now().UnixNano()%1e6, roomSeq.Add(1))
+}
+
+// liveConfig is a site with a waiting room in front of a tiny upstream: GET /checkout
+// answers with the revoke command, anything else echoes its path.
+func liveConfig(room string, options string) string {
+	return fmt.Sprintf(`{
+	admin localhost:2999
+	http_port %d
+	https_port 9443
+	grace_period 1ns
+	skip_install_trust
+	local_certs
+}
+
+http://localhost:%d {
+	waiting_room {
+		name %s
+		%s
+	}
+	handle /checkout {
+		header Waiting-Room-Command revoke
+		respond "order placed"
+	}
+	respond "upstream {path}"
+}
+`, livePort, livePort, room, options)
+}
+
+func startLive(t *testing.T, room, options string) *caddytest.Tester {
+	t.Helper()
+	tester := caddytest.NewTester(t)
+	tester.InitServer(liveConfig(room, options), "caddyfile")
+	if t.Failed() {
+		t.FailNow()
+	}
+	return tester
+}
+
+// visitor is one person with one browser: its own cookie jar.
+type visitor struct {
+	t      *testing.T
+	client *http.Client
+}
+
+func newVisitor(t *testing.T) *visitor {
+	jar, _ := cookiejar.New(nil)
+	return &visitor{t: t, client: &http.Client{Jar: jar, Timeout: 10 * time.Second}}
+}
+
+func (v *visitor) get(path, accept string) (int, http.Header, string) {
+	v.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, liveBase+path, nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := v.client.Do(req)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(body)
+}
+
+// place is the waiter's JSON answer; admitted is true when the request reached the
+// upstream instead.
+func (v *visitor) place(path string) (q queueAnswer, admitted bool) {
+	v.t.Helper()
+	_, _, body := v.get(path, "application/json")
+	if strings.HasPrefix(body, "upstream ") || body == "order placed" {
+		return q, true
+	}
+	if err := json.Unmarshal([]byte(body), &q); err != nil || q.Status != "queued" {
+		v.t.Fatalf("not a queued answer: %q", body)
+	}
+	return q, false
+}
+
+type queueAnswer struct {
+	Type           string `json:"type"`
+	Room           string `json:"room"`
+	Status         string `json:"status"`
+	Position       int    `json:"position"`
+	Waiting        int    `json:"waiting"`
+	Active         int    `json:"active"`
+	Capacity       int    `json:"capacity"`
+	ETASeconds     *int   `json:"eta_seconds"`
+	RefreshSeconds int    `json:"refresh_seconds"`
+}
+
+// socket opens the waiting page's WebSocket with the visitor's cookies.
+func (v *visitor) socket(path string) *websocket.Conn {
+	v.t.Helper()
+	u, _ := url.Parse(liveBase + path)
+	hdr := http.Header{}
+	for _, c := range v.client.Jar.Cookies(u) {
+		hdr.Add("Cookie", c.Name+"="+c.Value)
+	}
+	hdr.Set("Origin", liveBase)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, resp, err := websocket.Dial(ctx, "ws://localhost:9080"+path, &websocket.DialOptions{
+		Subprotocols: []string{"waiting-room.v1"},
+		HTTPHeader:   hdr,
+	})
+	if err != nil {
+		v.t.Fatalf("websocket: %v (%v)", err, resp)
+	}
+	if c.Subprotocol() != "waiting-room.v1" {
+		v.t.Fatalf("subprotocol %q", c.Subprotocol())
+	}
+	v.t.Cleanup(func() { c.CloseNow() })
+	return c
+}
+
+// next reads the next message, failing after a generous deadline (a liveness bound,
+// not a timing assertion).
+func next(t *testing.T, c *websocket.Conn) queueAnswer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_, data, err := c.Read(ctx)
+	if err != nil {
+		t.Fatalf("reading websocket: %v", err)
+	}
+	var m queueAnswer
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("bad message %q", data)
+	}
+	return m
+}
+
+// until reads messages until one satisfies ok.
+func until(t *testing.T, c *websocket.Conn, what string, ok func(queueAnswer) bool) queueAnswer {
+	t.Helper()
+	for i := 0; i < 100; i++ {
+		if m := next(t, c); ok(m) {
+			return m
+		}
+	}
+	t.Fatalf("no %s in 100 messages", what)
+	return queueAnswer{}
+}
+
+func TestLiveFirstNPassRestQueueInArrivalOrder(t *testing.T) {
+	room := uniqueRoom(t)
+	startLive(t, room, "capacity 3")
+	var waiters []*visitor
+	for i := 0; i < 8; i++ {
+		v := newVisitor(t)
+		q, admitted := v.place("/tickets")
+		if i < 3 {
+			if !admitted {
+				t.Fatalf("visitor %d of capacity 3 was queued", i+1)
+			}
+			continue
+		}
+		if admitted {
+			t.Fatalf("visitor %d got in beyond capacity 3", i+1)
+		}
+		if q.Room != room || q.Capacity != 3 || q.RefreshSeconds <= 0 {
+			t.Fatalf("queued answer %+v", q)
+		}
+		waiters = append(waiters, v)
+	}
+	for i, v := range waiters {
+		if q, _ := v.place("/tickets"); q.Position != i+1 {
+			t.Fatalf("waiter %d is at position %d", i+1, q.Position)
+		}
+	}
+
+	// A browser gets the page, with the headers a waiting page must have.
+	code, hdr, body := newVisitor(t).get("/tickets", "text/html,*/*;q=0.8")
+	if code != http.StatusOK || hdr.Get("Cache-Control") != "no-store" || hdr.Get("Retry-After") == "" ||
+		!strings.Contains(body, "<html") {
+		t.Fatalf("waiting page: %d %v", code, hdr)
+	}
+}
+
+// The whole life of a waiter over its WebSocket: a position at once, a better one when
+// someone ahead leaves, and "admitted" when the upstream revokes a session.
+func TestLiveWebSocketPositionsThenAdmitted(t *testing.T) {
+	startLive(t, uniqueRoom(t), "capacity 1")
+	buyer, ahead, me := newVisitor(t), newVisitor(t), newVisitor(t)
+	if _, admitted := buyer.place("/"); !admitted {
+		t.Fatal("first visitor queued")
+	}
+	ahead.place("/")
+	me.place("/tickets?id=7")
+
+	ws := me.socket("/tickets?id=7")
+	if m := next(t, ws); m.Type != "position" || m.Position != 2 || m.Capacity != 1 {
+		t.Fatalf("first message %+v", m)
+	}
+
+	// The waiter ahead gives up its place over its own socket.
+	aheadWS := ahead.socket("/")
+	next(t, aheadWS)
+	if err := aheadWS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"leave"}`)); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ws, "position 1", func(m queueAnswer) bool { return m.Position == 1 })
+
+	// The buyer checks out; the upstream's revoke frees the slot, and the header never
+	// reaches the buyer.
+	_, hdr, body := buyer.get("/checkout", "")
+	if body != "order placed" || hdr.Get("Waiting-Room-Command") != "" {
+		t.Fatalf("checkout: %q, header %q", body, hdr.Get("Waiting-Room-Command"))
+	}
+	until(t, ws, "admitted", func(m queueAnswer) bool { return m.Type == "admitted" })
+	if _, _, body := me.get("/tickets?id=7", "text/html"); body != "upstream /tickets" {
+		t.Fatalf("after admission the page got %q", body)
+	}
+	// The buyer's session is over: it is a new visitor, and the room is full.
+	if _, admitted := buyer.place("/"); admitted {
+		t.Fatal("revoked buyer got in again")
+	}
+}
+
+func TestLiveSessionExpiryAdmitsTheHead(t *testing.T) {
+	startLive(t, uniqueRoom(t), "capacity 1\n\t\tsession_ttl 1s")
+	first, second := newVisitor(t), newVisitor(t)
+	first.place("/")
+	if _, admitted := second.place("/"); admitted {
+		t.Fatal("second visitor got in with capacity 1")
+	}
+	ws := second.socket("/")
+	until(t, ws, "admitted", func(m queueAnswer) bool { return m.Type == "admitted" })
+	if _, admitted := second.place("/"); !admitted {
+		t.Fatal("told admitted, but stopped on the next request")
+	}
+	if _, admitted := first.place("/"); admitted {
+		t.Fatal("the expired visitor still got in")
+	}
+}
+
+// A reload (POST /load) keeps every waiter's place and every admitted visitor's slot;
+// open WebSockets are closed with a "service restart" code so the page reconnects.
+func TestLiveReloadKeepsPositions(t *testing.T) {
+	room := uniqueRoom(t)
+	startLive(t, room, "capacity 1")
+	admitted := newVisitor(t)
+	admitted.place("/")
+	waiters := make([]*visitor, 5)
+	for i := range waiters {
+		waiters[i] = newVisitor(t)
+		waiters[i].place("/")
+	}
+	ws := waiters[2].socket("/")
+	next(t, ws)
+
+	startLive(t, room, "capacity 1\n\t\tstatus_code 202")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	for {
+		_, _, err := ws.Read(ctx)
+		if err == nil {
+			continue // a position sent before the reload
+		}
+		var ce websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != websocket.StatusServiceRestart {
+			t.Fatalf("socket ended with %v, want close 1012 (service restart)", err)
+		}
+		break
+	}
+	for i, v := range waiters {
+		if q, _ := v.place("/"); q.Position != i+1 {
+			t.Fatalf("after reload waiter %d is at %d", i+1, q.Position)
+		}
+	}
+	if code, _, _ := waiters[0].get("/", "application/json"); code != http.StatusAccepted {
+		t.Fatalf("new status_code not applied after reload: %d", code)
+	}
+	if _, ok := admitted.place("/"); !ok {
+		t.Fatal("admitted visitor lost the slot across the reload")
+	}
+}

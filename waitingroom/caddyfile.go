@@ -1,0 +1,233 @@
+package waitingroom
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("waiting_room", parseCaddyfile)
+	// After `header` (site-wide security headers reach the waiting page too) and before
+	// handle, route, auth, reverse_proxy, file_server and php_fastcgi, so that everything
+	// behind it is protected.
+	httpcaddyfile.RegisterDirectiveOrder("waiting_room", httpcaddyfile.Before, "basic_auth")
+}
+
+func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	wr := new(Handler)
+	err := wr.UnmarshalCaddyfile(h.Dispenser)
+	return wr, err
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	waiting_room [<matcher>] {
+//		name        <name>
+//		capacity    <n>
+//		session_ttl <duration>
+//		queue_ttl   <duration>
+//		status_code <code>
+//		fail        open|closed
+//		secret      <string> [<previous>...]
+//		template    <file>
+//		cookie {
+//			name      <name>
+//			domain    <domain>
+//			path      <path>
+//			same_site lax|strict|none
+//			secure    [on|off]
+//			http_only [on|off]
+//		}
+//		store memory | <module> ...
+//	}
+func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	missingName := d.Err("waiting_room needs a name (add `name <name>` to the block)")
+	missingCapacity := d.Err("waiting_room needs a capacity (add `capacity <n>` to the block)")
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := map[string]bool{}
+	for d.NextBlock(0) {
+		sub := d.Val()
+		if seen[sub] {
+			return d.Errf("duplicate subdirective %q", sub)
+		}
+		seen[sub] = true
+		var err error
+		switch sub {
+		case "name":
+			h.Name, err = oneArg(d)
+		case "capacity":
+			h.Capacity, err = positiveInt(d, "capacity")
+		case "session_ttl":
+			h.SessionTTL, err = duration(d)
+		case "queue_ttl":
+			h.QueueTTL, err = duration(d)
+		case "status_code":
+			h.StatusCode, err = statusCode(d)
+		case "fail":
+			h.Fail, err = oneArg(d)
+			if err == nil && h.Fail != failOpen && h.Fail != failClosed {
+				err = d.Errf("fail must be open or closed, got %q", h.Fail)
+			}
+		case "secret":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return d.ArgErr()
+			}
+			h.Secret, h.PreviousSecrets = args[0], args[1:]
+		case "template":
+			h.Template, err = oneArg(d)
+		case "cookie":
+			h.Cookie, err = parseCookie(d)
+		case "store":
+			err = h.parseStore(d)
+		default:
+			return d.Errf("unrecognized subdirective %q", sub)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if h.Name == "" {
+		return missingName
+	}
+	if h.Capacity == 0 {
+		return missingCapacity
+	}
+	return nil
+}
+
+func (h *Handler) parseStore(d *caddyfile.Dispenser) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	name := d.Val()
+	unm, err := caddyfile.UnmarshalModule(d, "http.handlers.waiting_room.stores."+name)
+	if err != nil {
+		return err
+	}
+	h.StoreRaw = caddyconfig.JSONModuleObject(unm, "type", name, nil)
+	return nil
+}
+
+func parseCookie(d *caddyfile.Dispenser) (*Cookie, error) {
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	c := new(Cookie)
+	seen := map[string]bool{}
+	for d.NextBlock(1) {
+		sub := d.Val()
+		if seen[sub] {
+			return nil, d.Errf("duplicate cookie option %q", sub)
+		}
+		seen[sub] = true
+		var err error
+		switch sub {
+		case "name":
+			c.Name, err = oneArg(d)
+			if err == nil && cookieSafe(c.Name) != c.Name {
+				err = d.Errf("cookie name %q: only letters, digits, '-' and '_' are allowed", c.Name)
+			}
+		case "domain":
+			c.Domain, err = oneArg(d)
+		case "path":
+			c.Path, err = oneArg(d)
+			if err == nil && !strings.HasPrefix(c.Path, "/") {
+				err = d.Errf("cookie path must start with '/', got %q", c.Path)
+			}
+		case "same_site":
+			c.SameSite, err = oneArg(d)
+			if err == nil {
+				switch c.SameSite {
+				case "lax", "strict", "none":
+				default:
+					err = d.Errf("same_site must be lax, strict or none, got %q", c.SameSite)
+				}
+			}
+		case "secure":
+			c.Secure, err = onOff(d)
+		case "http_only":
+			c.HTTPOnly, err = onOff(d)
+		default:
+			return nil, d.Errf("unrecognized cookie option %q", sub)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func oneArg(d *caddyfile.Dispenser) (string, error) {
+	if !d.NextArg() {
+		return "", d.ArgErr()
+	}
+	v := d.Val()
+	if d.NextArg() {
+		return "", d.ArgErr()
+	}
+	return v, nil
+}
+
+func positiveInt(d *caddyfile.Dispenser, what string) (int, error) {
+	s, err := oneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		return 0, d.Errf("%s must be a whole number greater than 0, got %q", what, s)
+	}
+	return n, nil
+}
+
+func duration(d *caddyfile.Dispenser) (caddy.Duration, error) {
+	s, err := oneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	v, err := caddy.ParseDuration(s)
+	if err != nil || v <= 0 {
+		return 0, d.Errf("bad duration %q: want a positive duration such as 30s or 5m", s)
+	}
+	return caddy.Duration(v), nil
+}
+
+func statusCode(d *caddyfile.Dispenser) (int, error) {
+	s, err := oneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 200 || n > 599 {
+		return 0, d.Errf("status_code must be an HTTP status between 200 and 599, got %q", s)
+	}
+	return n, nil
+}
+
+// onOff reads an optional on/off argument; the bare option means on.
+func onOff(d *caddyfile.Dispenser) (*bool, error) {
+	v := true
+	if d.NextArg() {
+		switch d.Val() {
+		case "on", "true":
+		case "off", "false":
+			v = false
+		default:
+			return nil, d.Errf("want on or off, got %q", d.Val())
+		}
+		if d.NextArg() {
+			return nil, d.ArgErr()
+		}
+	}
+	return &v, nil
+}

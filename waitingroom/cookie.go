@@ -1,0 +1,125 @@
+package waitingroom
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Cookie configures the room's visitor cookie. There is one cookie per room.
+type Cookie struct {
+	// Name of the cookie. Default: "waiting_room_" followed by the room name (letters,
+	// digits, "-" and "_" kept, anything else replaced by "_").
+	Name string `json:"name,omitempty"`
+
+	// Domain attribute, to share the cookie with subdomains. Default: none (host only).
+	Domain string `json:"domain,omitempty"`
+
+	// Path attribute. Default: "/".
+	Path string `json:"path,omitempty"`
+
+	// SameSite attribute: "lax", "strict" or "none" ("none" needs Secure). Default: lax.
+	SameSite string `json:"same_site,omitempty"`
+
+	// Secure forces the Secure attribute on (true) or off (false). Default: set when the
+	// request came over TLS.
+	Secure *bool `json:"secure,omitempty"`
+
+	// HTTPOnly keeps the cookie away from page scripts. Default: true.
+	HTTPOnly *bool `json:"http_only,omitempty"`
+
+	sameSite http.SameSite
+}
+
+func (c *Cookie) setDefaults(room string) {
+	if c.Name == "" {
+		c.Name = "waiting_room_" + cookieSafe(room)
+	}
+	if c.Path == "" {
+		c.Path = "/"
+	}
+	if c.SameSite == "" {
+		c.SameSite = "lax"
+	}
+	if c.HTTPOnly == nil {
+		on := true
+		c.HTTPOnly = &on
+	}
+	switch strings.ToLower(c.SameSite) {
+	case "strict":
+		c.sameSite = http.SameSiteStrictMode
+	case "none":
+		c.sameSite = http.SameSiteNoneMode
+	default:
+		c.sameSite = http.SameSiteLaxMode
+	}
+}
+
+func (c *Cookie) validate() error {
+	if c.Name != "" && cookieSafe(c.Name) != c.Name {
+		return fmt.Errorf("name %q: only letters, digits, '-' and '_' are allowed", c.Name)
+	}
+	switch strings.ToLower(c.SameSite) {
+	case "", "lax", "strict":
+	case "none":
+		if c.Secure != nil && !*c.Secure {
+			return fmt.Errorf("same_site none needs secure")
+		}
+	default:
+		return fmt.Errorf("same_site must be lax, strict or none, got %q", c.SameSite)
+	}
+	return nil
+}
+
+// cookieSafe keeps the characters that need no quoting in a cookie name.
+func cookieSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// value returns the room cookie's value in r, if any.
+func (c *Cookie) value(r *http.Request) string {
+	// Not r.Cookie: that parses every cookie of the request into a slice; the admitted
+	// hot path only needs ours.
+	for _, line := range r.Header["Cookie"] {
+		for len(line) > 0 {
+			var part string
+			part, line, _ = strings.Cut(line, ";")
+			part = strings.TrimSpace(part)
+			name, val, ok := strings.Cut(part, "=")
+			if ok && name == c.Name {
+				return strings.Trim(val, `"`)
+			}
+		}
+	}
+	return ""
+}
+
+// set writes the cookie carrying value onto w, living until expires (or deleting it
+// when value is empty).
+func (c *Cookie) set(w http.ResponseWriter, r *http.Request, value string, expires time.Time) {
+	ck := &http.Cookie{
+		Name:     c.Name,
+		Value:    value,
+		Path:     c.Path,
+		Domain:   c.Domain,
+		HttpOnly: *c.HTTPOnly,
+		SameSite: c.sameSite,
+		Secure:   r.TLS != nil || c.sameSite == http.SameSiteNoneMode,
+	}
+	if c.Secure != nil {
+		ck.Secure = *c.Secure
+	}
+	if value == "" {
+		ck.MaxAge = -1
+	} else {
+		ck.Expires = expires
+	}
+	http.SetCookie(w, ck)
+}

@@ -1,0 +1,199 @@
+package waitingroom
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Push timing for waiting WebSockets.
+const (
+	// pushEvery is how often the hub recomputes the positions of its waiters (one
+	// Positions call for all of them) and pushes those that changed.
+	pushEvery = 500 * time.Millisecond
+	// maxSilence is the longest a waiter goes without a message, changed or not, so a
+	// page can tell a live connection from a stuck one.
+	maxSilence = 2 * time.Second
+	// heartbeatBatch is how many waiters one Heartbeat call carries.
+	heartbeatBatch = 1000
+)
+
+// hub holds this instance's waiting WebSockets and keeps them told: positions on a
+// short period (computed for all local waiters in one store call, so the cost does not
+// grow into one store command per waiter), admission as soon as the store announces it,
+// and their liveness (a connected waiter keeps the place without polling).
+type hub struct {
+	rm *room
+
+	mu      sync.Mutex
+	waiters map[VisitorID]*waiterSockets
+	closed  bool
+}
+
+// waiterSockets are the open sockets (tabs) of one waiter; they share the place.
+type waiterSockets struct {
+	ticket  uint64
+	sockets []*socket
+}
+
+func newHub(rm *room) *hub {
+	return &hub{rm: rm, waiters: make(map[VisitorID]*waiterSockets)}
+}
+
+// add registers s for the waiter id; false when the hub is shutting down.
+func (hb *hub) add(id VisitorID, ticket uint64, s *socket) bool {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	if hb.closed {
+		return false
+	}
+	ws := hb.waiters[id]
+	if ws == nil {
+		ws = &waiterSockets{ticket: ticket}
+		hb.waiters[id] = ws
+	}
+	ws.sockets = append(ws.sockets, s)
+	return true
+}
+
+func (hb *hub) remove(id VisitorID, s *socket) {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	ws := hb.waiters[id]
+	if ws == nil {
+		return
+	}
+	for i, x := range ws.sockets {
+		if x == s {
+			ws.sockets = append(ws.sockets[:i], ws.sockets[i+1:]...)
+			break
+		}
+	}
+	if len(ws.sockets) == 0 {
+		delete(hb.waiters, id)
+	}
+}
+
+// each calls fn for every socket of id.
+func (hb *hub) each(id VisitorID, fn func(*socket)) {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	if ws := hb.waiters[id]; ws != nil {
+		for _, s := range ws.sockets {
+			fn(s)
+		}
+	}
+}
+
+// admitted is the store's announcement of admissions (from any instance).
+func (hb *hub) admitted(ids []VisitorID) {
+	for _, id := range ids {
+		hb.each(id, (*socket).admit)
+	}
+}
+
+// closeAll ends every socket with a reconnect hint (the config is going away; the page
+// reconnects to the new one and keeps its place).
+func (hb *hub) closeAll() {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	hb.closed = true
+	for _, ws := range hb.waiters {
+		for _, s := range ws.sockets {
+			s.shutdown()
+		}
+	}
+}
+
+func (hb *hub) run(ctx context.Context) {
+	cancel := hb.rm.store.Subscribe(hb.admitted)
+	defer cancel()
+	push := time.NewTicker(pushEvery)
+	defer push.Stop()
+	heartbeatEvery := min(time.Duration(hb.rm.h.QueueTTL)/3, 10*time.Second)
+	lastHeartbeat := time.Now()
+	var p pushRound
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-push.C:
+		}
+		p.collect(hb)
+		if len(p.ids) == 0 {
+			continue
+		}
+		now := hb.rm.h.clock.Now()
+		if time.Since(lastHeartbeat) >= heartbeatEvery {
+			lastHeartbeat = time.Now()
+			p.heartbeat(ctx, hb, now)
+		}
+		p.push(ctx, hb, now)
+	}
+}
+
+// pushRound is the hub loop's scratch space, reused every round so a push to 100k
+// waiters allocates next to nothing.
+type pushRound struct {
+	ids       []VisitorID
+	tickets   []uint64
+	positions []int
+}
+
+func (p *pushRound) collect(hb *hub) {
+	p.ids, p.tickets = p.ids[:0], p.tickets[:0]
+	hb.mu.Lock()
+	for id, ws := range hb.waiters {
+		p.ids = append(p.ids, id)
+		p.tickets = append(p.tickets, ws.ticket)
+	}
+	hb.mu.Unlock()
+	if cap(p.positions) < len(p.ids) {
+		p.positions = make([]int, len(p.ids))
+	}
+	p.positions = p.positions[:len(p.ids)]
+}
+
+// heartbeat tells the store that every connected waiter is still there.
+func (p *pushRound) heartbeat(ctx context.Context, hb *hub, now time.Time) {
+	for i := 0; i < len(p.ids); i += heartbeatBatch {
+		batch := p.ids[i:min(i+heartbeatBatch, len(p.ids))]
+		if err := hb.rm.store.Heartbeat(ctx, batch, now); err != nil {
+			hb.rm.storeError("heartbeat", err)
+			return
+		}
+	}
+}
+
+// push computes every local waiter's position in one store call and hands each socket
+// its news. A waiter whose ticket is no longer queued was admitted (the announcement
+// may have been lost: this is the reconciliation) or lost the place.
+func (p *pushRound) push(ctx context.Context, hb *hub, now time.Time) {
+	if err := hb.rm.store.Positions(ctx, p.tickets, p.positions); err != nil {
+		hb.rm.storeError("positions", err)
+		return
+	}
+	h := hb.rm.h
+	st := hb.rm.stats.Load()
+	rate, rateKnown := hb.rm.est.rate()
+	for i, id := range p.ids {
+		pos := p.positions[i]
+		if pos > 0 {
+			v := h.viewAt(pos, st, rate, rateKnown)
+			v.Type = "position"
+			hb.each(id, func(s *socket) { s.offer(v, now) })
+			continue
+		}
+		status, err := hb.rm.store.Status(ctx, id, now)
+		if err != nil {
+			hb.rm.storeError("status", err)
+			continue
+		}
+		switch status.State {
+		case Admitted:
+			hb.each(id, (*socket).admit)
+		case Unknown:
+			hb.each(id, (*socket).lose)
+		}
+	}
+}

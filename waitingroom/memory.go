@@ -1,0 +1,319 @@
+package waitingroom
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// memoryStore is the embedded store: one room's state in this process, guarded by one
+// mutex. Every operation is O(1) or O(log n) in the number of waiters; nothing scans the
+// queue. It is pooled by room name (see MemoryStore), so a reload keeps every place.
+type memoryStore struct {
+	mu       sync.Mutex
+	visitors map[VisitorID]*memVisitor
+
+	// active holds admitted visitors ordered by last-seen, oldest first, so expiry
+	// sweeps only look at the front.
+	active visitorList
+
+	// The queue: slots[i] holds the waiter with ticket base+i, nil once it left. live
+	// counts the non-nil slots so a position is one prefix sum. head is the first slot
+	// that may still be live.
+	slots   []*memVisitor
+	live    fenwick
+	base    uint64
+	head    int
+	waiting int
+	// heard holds waiters ordered by last-heard, oldest first, for liveness sweeps.
+	heard visitorList
+
+	nextTicket    uint64
+	admittedTotal uint64
+	secret        []byte
+
+	subsMu  sync.Mutex
+	subs    map[int]func([]VisitorID)
+	nextSub int
+}
+
+// memVisitor is one visitor: in the active list when admitted, in a slot and the heard
+// list when queued. About 120 bytes per waiter with the map entry, slot and tree node.
+type memVisitor struct {
+	id         VisitorID
+	state      State
+	ticket     uint64
+	at         int64 // last seen (admitted) or last heard (queued), unix nanoseconds
+	prev, next *memVisitor
+}
+
+func newMemoryStore() *memoryStore {
+	return &memoryStore{
+		visitors:   make(map[VisitorID]*memVisitor),
+		nextTicket: 1,
+		subs:       make(map[int]func([]VisitorID)),
+	}
+}
+
+// Destruct lets the store live in a caddy.UsagePool; there is nothing to release.
+func (s *memoryStore) Destruct() error { return nil }
+
+func (s *memoryStore) Join(_ context.Context, id VisitorID, now time.Time, lim Limits) (Status, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v := s.visitors[id]; v != nil {
+		return s.statusLocked(v, now), nil
+	}
+	v := &memVisitor{id: id, at: now.UnixNano()}
+	s.visitors[id] = v
+	if s.waiting == 0 && s.active.len < lim.Capacity {
+		s.admitLocked(v, now)
+		return Status{State: Admitted}, nil
+	}
+	s.enqueueLocked(v)
+	return Status{State: Queued, Ticket: v.ticket, Position: s.positionLocked(v.ticket)}, nil
+}
+
+func (s *memoryStore) Status(_ context.Context, id VisitorID, now time.Time) (Status, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.visitors[id]
+	if v == nil {
+		return Status{}, nil
+	}
+	return s.statusLocked(v, now), nil
+}
+
+// statusLocked reports v's standing; for a waiter it also refreshes last-heard.
+func (s *memoryStore) statusLocked(v *memVisitor, now time.Time) Status {
+	if v.state == Admitted {
+		return Status{State: Admitted}
+	}
+	s.refreshLocked(&s.heard, v, now)
+	return Status{State: Queued, Ticket: v.ticket, Position: s.positionLocked(v.ticket)}
+}
+
+func (s *memoryStore) Touch(_ context.Context, id VisitorID, now time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.visitors[id]
+	if v == nil || v.state != Admitted {
+		return false, nil
+	}
+	s.refreshLocked(&s.active, v, now)
+	return true, nil
+}
+
+func (s *memoryStore) Heartbeat(_ context.Context, ids []VisitorID, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		if v := s.visitors[id]; v != nil && v.state == Queued {
+			s.refreshLocked(&s.heard, v, now)
+		}
+	}
+	return nil
+}
+
+func (s *memoryStore) Leave(_ context.Context, id VisitorID) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.visitors[id]
+	if v == nil {
+		return false, nil
+	}
+	s.removeLocked(v)
+	return true, nil
+}
+
+func (s *memoryStore) Step(_ context.Context, now time.Time, lim Limits) ([]VisitorID, error) {
+	s.mu.Lock()
+	nanos := now.UnixNano()
+	for v := s.active.front; v != nil && v.at+int64(lim.SessionTTL) <= nanos; v = s.active.front {
+		s.removeLocked(v)
+	}
+	for v := s.heard.front; v != nil && v.at+int64(lim.QueueTTL) <= nanos; v = s.heard.front {
+		s.removeLocked(v)
+	}
+	var admitted []VisitorID
+	for s.active.len < lim.Capacity && s.waiting > 0 {
+		v := s.headLocked()
+		s.dequeueLocked(v)
+		s.admitLocked(v, now)
+		admitted = append(admitted, v.id)
+	}
+	s.compactLocked()
+	s.mu.Unlock()
+
+	if len(admitted) > 0 {
+		s.announce(admitted)
+	}
+	return admitted, nil
+}
+
+func (s *memoryStore) Positions(_ context.Context, tickets []uint64, out []int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, t := range tickets {
+		out[i] = 0
+		if t < s.base || t-s.base >= uint64(len(s.slots)) || s.slots[t-s.base] == nil {
+			continue
+		}
+		out[i] = s.positionLocked(t)
+	}
+	return nil
+}
+
+func (s *memoryStore) Stats(context.Context) (Stats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{Active: s.active.len, Waiting: s.waiting, AdmittedTotal: s.admittedTotal}, nil
+}
+
+func (s *memoryStore) Secret(_ context.Context, candidate []byte) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.secret == nil {
+		s.secret = append([]byte(nil), candidate...)
+	}
+	return s.secret, nil
+}
+
+func (s *memoryStore) Subscribe(fn func([]VisitorID)) func() {
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	n := s.nextSub
+	s.nextSub++
+	s.subs[n] = fn
+	return func() {
+		s.subsMu.Lock()
+		defer s.subsMu.Unlock()
+		delete(s.subs, n)
+	}
+}
+
+// announce tells subscribers about admissions, outside the state lock so a slow
+// subscriber never holds up joins.
+func (s *memoryStore) announce(ids []VisitorID) {
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	for _, fn := range s.subs {
+		fn(ids)
+	}
+}
+
+func (s *memoryStore) admitLocked(v *memVisitor, now time.Time) {
+	v.state = Admitted
+	v.at = now.UnixNano()
+	s.active.pushBack(v)
+	s.admittedTotal++
+}
+
+func (s *memoryStore) enqueueLocked(v *memVisitor) {
+	v.state = Queued
+	v.ticket = s.nextTicket
+	s.nextTicket++
+	if len(s.slots) == 0 {
+		s.base = v.ticket
+	}
+	s.slots = append(s.slots, v)
+	s.live.push(1)
+	s.heard.pushBack(v)
+	s.waiting++
+}
+
+func (s *memoryStore) dequeueLocked(v *memVisitor) {
+	i := int(v.ticket - s.base)
+	s.slots[i] = nil
+	s.live.add(i, -1)
+	s.heard.remove(v)
+	s.waiting--
+}
+
+func (s *memoryStore) removeLocked(v *memVisitor) {
+	switch v.state {
+	case Admitted:
+		s.active.remove(v)
+	case Queued:
+		s.dequeueLocked(v)
+	}
+	delete(s.visitors, v.id)
+}
+
+// headLocked returns the first live waiter; the caller knows there is one.
+func (s *memoryStore) headLocked() *memVisitor {
+	for s.slots[s.head] == nil {
+		s.head++
+	}
+	return s.slots[s.head]
+}
+
+func (s *memoryStore) positionLocked(ticket uint64) int {
+	return s.live.prefix(int(ticket-s.base)) + 1
+}
+
+// compactLocked drops the dead slots before the head once they are at least half of
+// the slice, so the queue's memory follows the waiters, not the tickets ever issued.
+func (s *memoryStore) compactLocked() {
+	for s.head < len(s.slots) && s.slots[s.head] == nil {
+		s.head++
+	}
+	if s.head < 1024 || s.head < len(s.slots)/2 {
+		return
+	}
+	n := copy(s.slots, s.slots[s.head:])
+	clear(s.slots[n:])
+	s.slots = s.slots[:n]
+	s.base += uint64(s.head)
+	s.head = 0
+	s.live.rebuild(n, func(i int) int32 {
+		if s.slots[i] != nil {
+			return 1
+		}
+		return 0
+	})
+}
+
+// refreshLocked moves v to the back of list l with time now. Calls may arrive with
+// slightly out-of-order times from concurrent requests; keeping the later time keeps
+// the list ordered enough for front-only sweeps.
+func (s *memoryStore) refreshLocked(l *visitorList, v *memVisitor, now time.Time) {
+	if n := now.UnixNano(); n > v.at {
+		v.at = n
+	}
+	l.remove(v)
+	l.pushBack(v)
+}
+
+// visitorList is an intrusive doubly linked list of visitors, so moving a visitor to the
+// back on every touch allocates nothing.
+type visitorList struct {
+	front, back *memVisitor
+	len         int
+}
+
+func (l *visitorList) pushBack(v *memVisitor) {
+	v.prev, v.next = l.back, nil
+	if l.back != nil {
+		l.back.next = v
+	} else {
+		l.front = v
+	}
+	l.back = v
+	l.len++
+}
+
+func (l *visitorList) remove(v *memVisitor) {
+	if v.prev != nil {
+		v.prev.next = v.next
+	} else {
+		l.front = v.next
+	}
+	if v.next != nil {
+		v.next.prev = v.prev
+	} else {
+		l.back = v.prev
+	}
+	v.prev, v.next = nil, nil
+	l.len--
+}

@@ -1,0 +1,182 @@
+package waitingroom
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+)
+
+// How often things happen in a running room.
+const (
+	// stepEvery is the admission step's period; departures also trigger a step at once.
+	stepEvery = 250 * time.Millisecond
+	// touchEvery throttles the store touch of an admitted visitor: within it, a request
+	// costs a cookie check only.
+	touchEvery = 5 * time.Second
+	// storeErrorLogEvery rate-limits outage logs to one line per period per room.
+	storeErrorLogEvery = 10 * time.Second
+)
+
+// room is the running side of one Handler: the admission loop, the cached counters, the
+// estimator, the local touch cache and the WebSocket hub. A reload makes a new room
+// over the same (pooled) store; the old one stops in Cleanup.
+type room struct {
+	h      *Handler
+	store  Store
+	logger *zap.Logger
+
+	keys  atomic.Pointer[keyring] // nil until a secret is agreed
+	stats atomic.Pointer[Stats]   // last counters the loop read
+	est   *estimator
+	hub   *hub
+
+	// touched maps a VisitorID to the *atomic.Int64 unix-nano time this instance last
+	// confirmed the visitor's session with the store.
+	touched sync.Map
+
+	kickCh chan struct{}
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	lastErrLog atomic.Int64
+	errCount   atomic.Int64
+}
+
+func newRoom(h *Handler, secrets [][]byte) *room {
+	rm := &room{
+		h:      h,
+		store:  h.store,
+		logger: h.logger,
+		est:    newEstimator(),
+		kickCh: make(chan struct{}, 1),
+	}
+	rm.stats.Store(&Stats{})
+	if secrets != nil {
+		rm.keys.Store(newKeyring(h.Name, secrets))
+	}
+	rm.hub = newHub(rm)
+	return rm
+}
+
+// start runs the room's goroutines until ctx (the config's context) ends or stop.
+func (rm *room) start(ctx caddy.Context) {
+	c, cancel := context.WithCancel(ctx)
+	rm.cancel = cancel
+	rm.tick(c) // agree on a secret and read the counters before the first request
+	rm.wg.Add(2)
+	go func() { defer rm.wg.Done(); rm.run(c) }()
+	go func() { defer rm.wg.Done(); rm.hub.run(c) }()
+}
+
+func (rm *room) stop() {
+	if rm.cancel != nil {
+		rm.cancel()
+	}
+	rm.hub.closeAll()
+	rm.wg.Wait()
+}
+
+// kick asks for an admission step now (a slot was freed) without waiting for it.
+func (rm *room) kick() {
+	select {
+	case rm.kickCh <- struct{}{}:
+	default:
+	}
+}
+
+func (rm *room) run(ctx context.Context) {
+	t := time.NewTicker(stepEvery)
+	defer t.Stop()
+	prune := time.NewTicker(time.Minute)
+	defer prune.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-rm.kickCh:
+		case <-prune.C:
+			rm.pruneTouched()
+			continue
+		}
+		rm.tick(ctx)
+	}
+}
+
+// tick runs one admission step and refreshes the counters the pages show.
+func (rm *room) tick(ctx context.Context) {
+	if rm.keys.Load() == nil {
+		secret, err := rm.store.Secret(ctx, newSecret())
+		if err != nil {
+			rm.storeError("agreeing on a secret", err)
+			return
+		}
+		rm.keys.Store(newKeyring(rm.h.Name, [][]byte{secret}))
+	}
+	now := rm.h.clock.Now()
+	if _, err := rm.store.Step(ctx, now, rm.h.limits()); err != nil {
+		rm.storeError("admission step", err)
+		return
+	}
+	st, err := rm.store.Stats(ctx)
+	if err != nil {
+		rm.storeError("reading counters", err)
+		return
+	}
+	rm.stats.Store(&st)
+	rm.est.observe(now, st.AdmittedTotal)
+}
+
+// touchedRecently reports whether this instance confirmed id's session with the store
+// within touchEvery. It is the admitted hot path: a lock-free map read and an atomic.
+func (rm *room) touchedRecently(id VisitorID, now time.Time) bool {
+	v, ok := rm.touched.Load(id)
+	return ok && now.UnixNano()-v.(*atomic.Int64).Load() < int64(touchEvery)
+}
+
+func (rm *room) markTouched(id VisitorID, now time.Time) {
+	if v, ok := rm.touched.Load(id); ok {
+		v.(*atomic.Int64).Store(now.UnixNano())
+		return
+	}
+	v := new(atomic.Int64)
+	v.Store(now.UnixNano())
+	rm.touched.Store(id, v)
+}
+
+func (rm *room) forgetTouched(id VisitorID) { rm.touched.Delete(id) }
+
+// pruneTouched drops cache entries of visitors whose sessions must have lapsed, so
+// the cache holds about the admitted visitors and no more.
+func (rm *room) pruneTouched() {
+	cutoff := rm.h.clock.Now().Add(-time.Duration(rm.h.SessionTTL)).UnixNano()
+	rm.touched.Range(func(k, v any) bool {
+		if v.(*atomic.Int64).Load() < cutoff {
+			rm.touched.Delete(k)
+		}
+		return true
+	})
+}
+
+// storeError logs a store failure, at most once per storeErrorLogEvery, with how many
+// were not logged in between: an outage at 30k requests per second must not become
+// 30k log lines per second.
+func (rm *room) storeError(op string, err error) {
+	n := rm.errCount.Add(1)
+	now := time.Now().UnixNano()
+	last := rm.lastErrLog.Load()
+	if now-last < int64(storeErrorLogEvery) || !rm.lastErrLog.CompareAndSwap(last, now) {
+		return
+	}
+	rm.errCount.Add(-n)
+	rm.logger.Warn("waiting room store unavailable",
+		zap.String("room", rm.h.Name),
+		zap.String("during", op),
+		zap.Int64("failures_since_last_log", n),
+		zap.String("fail", rm.h.Fail),
+		zap.Error(err))
+}

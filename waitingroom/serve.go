@@ -1,0 +1,164 @@
+package waitingroom
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+)
+
+// queuedTokenLife bounds how long a waiter's cookie is believed; the store decides
+// whether the place still exists (queue_ttl), so this only limits replay of old cookies.
+const queuedTokenLife = 24 * time.Hour
+
+// ServeHTTP lets admitted visitors through and queues the rest.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	rm := h.room
+	now := h.clock.Now()
+	keys := rm.keys.Load()
+	if keys == nil {
+		// No secret yet: the store has been down since start. Nobody can be verified.
+		return h.degraded(w, r, next)
+	}
+
+	if tok, ok := keys.open(h.Cookie.value(r), now); ok {
+		switch tok.state {
+		case Admitted:
+			if rm.touchedRecently(tok.id, now) {
+				return h.passAdmitted(w, r, next, tok.id)
+			}
+			active, err := rm.store.Touch(r.Context(), tok.id, now)
+			if err != nil {
+				// The cookie is verified: an admitted visitor keeps passing in an outage.
+				rm.storeError("touch", err)
+				return h.passAdmitted(w, r, next, tok.id)
+			}
+			if active {
+				h.admit(w, r, keys, tok.id, now)
+				return h.passAdmitted(w, r, next, tok.id)
+			}
+			// Session lapsed, revoked or removed: a new visitor, at the back.
+		case Queued:
+			st, err := rm.store.Status(r.Context(), tok.id, now)
+			if err != nil {
+				return h.degraded(w, r, next)
+			}
+			switch st.State {
+			case Admitted:
+				h.admit(w, r, keys, tok.id, now)
+				if isWaitingSocket(r) {
+					return rm.hub.serveAdmitted(w, r)
+				}
+				return h.passAdmitted(w, r, next, tok.id)
+			case Queued:
+				h.Cookie.set(w, r, keys.seal(token{state: Queued, id: tok.id, expires: now.Add(queuedTokenLife)}), now.Add(queuedTokenLife))
+				return h.serveQueued(w, r, tok.id, st)
+			}
+			// The place was lost (queue_ttl): a new visitor, at the back.
+		}
+	}
+
+	id := NewVisitorID()
+	st, err := rm.store.Join(r.Context(), id, now, h.limits())
+	if err != nil {
+		rm.storeError("join", err)
+		return h.degraded(w, r, next)
+	}
+	if st.State == Admitted {
+		h.admit(w, r, keys, id, now)
+		return h.passAdmitted(w, r, next, id)
+	}
+	if c := h.logger.Check(zap.DebugLevel, "visitor queued"); c != nil {
+		c.Write(zap.String("room", h.Name), zap.Stringer("visitor", id), zap.Int("position", st.Position))
+	}
+	h.Cookie.set(w, r, keys.seal(token{state: Queued, id: id, expires: now.Add(queuedTokenLife)}), now.Add(queuedTokenLife))
+	return h.serveQueued(w, r, id, st)
+}
+
+// admit gives id a fresh admitted cookie and records that its session was just
+// confirmed with the store.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request, keys *keyring, id VisitorID, now time.Time) {
+	expires := now.Add(time.Duration(h.SessionTTL))
+	h.Cookie.set(w, r, keys.seal(token{state: Admitted, id: id, expires: expires}), expires)
+	h.room.markTouched(id, now)
+}
+
+// passAdmitted hands the request on, watching the response for the upstream's revoke
+// command.
+func (h *Handler) passAdmitted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, id VisitorID) error {
+	rw := &revokeWatcher{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, r: r, id: id}
+	return next.ServeHTTP(rw, r)
+}
+
+// degraded serves a request the store could not decide on, as Fail says.
+func (h *Handler) degraded(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if h.Fail == failOpen {
+		return next.ServeHTTP(w, r)
+	}
+	return h.serveUnavailable(w, r)
+}
+
+// commandHeader is the response header an upstream sets to steer the room.
+const commandHeader = "Waiting-Room-Command"
+
+// revokeWatcher ends the visitor's session when the upstream answers with
+// "Waiting-Room-Command: revoke" (after a checkout, say), and never lets that header
+// reach the client.
+type revokeWatcher struct {
+	*caddyhttp.ResponseWriterWrapper
+	h           *Handler
+	r           *http.Request
+	id          VisitorID
+	wroteHeader bool
+}
+
+func (rw *revokeWatcher) WriteHeader(code int) {
+	if rw.wroteHeader {
+		return
+	}
+	if code < http.StatusOK && code != http.StatusSwitchingProtocols {
+		rw.ResponseWriter.WriteHeader(code) // informational: the final header comes later
+		return
+	}
+	rw.wroteHeader = true
+	hdr := rw.ResponseWriter.Header()
+	if cmd := hdr.Get(commandHeader); cmd != "" {
+		hdr.Del(commandHeader)
+		if strings.EqualFold(strings.TrimSpace(cmd), "revoke") {
+			rw.h.revoke(rw.r, rw.id)
+			rw.h.Cookie.set(rw.ResponseWriter, rw.r, "", time.Time{})
+		}
+	}
+	rw.ResponseWriter.WriteHeader(code)
+}
+
+func (rw *revokeWatcher) Write(p []byte) (int, error) {
+	if !rw.wroteHeader {
+		rw.WriteHeader(http.StatusOK)
+	}
+	return rw.ResponseWriter.Write(p)
+}
+
+// ReadFrom keeps the wrapper's fast path (sendfile) but sees the header first.
+func (rw *revokeWatcher) ReadFrom(src io.Reader) (int64, error) {
+	if !rw.wroteHeader {
+		rw.WriteHeader(http.StatusOK)
+	}
+	return rw.ResponseWriterWrapper.ReadFrom(src)
+}
+
+// revoke frees id's slot now and admits the next waiter.
+func (h *Handler) revoke(r *http.Request, id VisitorID) {
+	h.room.forgetTouched(id)
+	if _, err := h.room.store.Leave(r.Context(), id); err != nil {
+		h.room.storeError("revoke", err)
+		return
+	}
+	h.room.kick()
+	if c := h.logger.Check(zap.DebugLevel, "session revoked by upstream"); c != nil {
+		c.Write(zap.String("room", h.Name), zap.Stringer("visitor", id))
+	}
+}

@@ -1,0 +1,108 @@
+package waitingroom
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"hash"
+	"sync"
+	"time"
+)
+
+// A token is what the room's cookie carries: who the visitor is, whether it was
+// admitted, and until when the token may be believed. It is signed, never encrypted:
+// nothing in it is secret, but nothing in it can be changed.
+//
+// Wire format, base64url without padding:
+//
+//	version(1) | state(1) | visitor id(16) | expiry unix seconds(8) | HMAC-SHA256(32)
+//
+// The MAC covers a domain label, the room name and the first 26 bytes, so a cookie of
+// one room is worthless in another, and a bit flipped anywhere fails verification.
+type token struct {
+	state   State // Queued or Admitted
+	id      VisitorID
+	expires time.Time
+}
+
+const (
+	tokenVersion = 1
+	tokenBody    = 1 + 1 + 16 + 8
+	tokenLen     = tokenBody + sha256.Size
+)
+
+// keyring signs with the first secret and accepts any of them, so a secret can be
+// rotated without sending every admitted visitor back to the queue.
+type keyring struct {
+	room  string
+	macs  []*sync.Pool // one pool of hash.Hash per secret; HMAC setup is not free
+	label []byte       // "waiting_room\x00" + room + "\x00"
+}
+
+func newKeyring(room string, secrets [][]byte) *keyring {
+	k := &keyring{room: room, label: []byte("waiting_room\x00" + room + "\x00")}
+	for _, s := range secrets {
+		secret := s
+		k.macs = append(k.macs, &sync.Pool{New: func() any { return hmac.New(sha256.New, secret) }})
+	}
+	return k
+}
+
+// seal returns the cookie value for t.
+func (k *keyring) seal(t token) string {
+	var raw [tokenLen]byte
+	raw[0] = tokenVersion
+	raw[1] = byte(t.state)
+	copy(raw[2:18], t.id[:])
+	binary.BigEndian.PutUint64(raw[18:26], uint64(t.expires.Unix()))
+	k.sum(0, raw[:tokenBody], raw[tokenBody:tokenBody])
+	return base64.RawURLEncoding.EncodeToString(raw[:])
+}
+
+// open verifies a cookie value and returns its token. Anything wrong (shape, version,
+// MAC under every secret, state, expiry) reports false: the request is a new visitor.
+func (k *keyring) open(value string, now time.Time) (token, bool) {
+	var raw [tokenLen]byte
+	if base64.RawURLEncoding.DecodedLen(len(value)) != tokenLen {
+		return token{}, false
+	}
+	if n, err := base64.RawURLEncoding.Decode(raw[:], []byte(value)); err != nil || n != tokenLen {
+		return token{}, false
+	}
+	if raw[0] != tokenVersion {
+		return token{}, false
+	}
+	var mac [sha256.Size]byte
+	verified := false
+	for i := range k.macs {
+		if hmac.Equal(k.sum(i, raw[:tokenBody], mac[:0]), raw[tokenBody:]) {
+			verified = true
+			break
+		}
+	}
+	if !verified {
+		return token{}, false
+	}
+	t := token{state: State(raw[1])}
+	if t.state != Queued && t.state != Admitted {
+		return token{}, false
+	}
+	copy(t.id[:], raw[2:18])
+	t.expires = time.Unix(int64(binary.BigEndian.Uint64(raw[18:26])), 0)
+	if !now.Before(t.expires) {
+		return token{}, false
+	}
+	return t, true
+}
+
+// sum appends the MAC of body under secret i to dst.
+func (k *keyring) sum(i int, body, dst []byte) []byte {
+	h := k.macs[i].Get().(hash.Hash)
+	h.Reset()
+	h.Write(k.label)
+	h.Write(body)
+	dst = h.Sum(dst)
+	k.macs[i].Put(h)
+	return dst
+}

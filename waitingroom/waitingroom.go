@@ -1,0 +1,253 @@
+package waitingroom
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/assets"
+)
+
+func init() {
+	caddy.RegisterModule(Handler{})
+}
+
+// Handler is a virtual waiting room. While fewer than `capacity` visitors are admitted,
+// requests pass through to the next handler; beyond that, new visitors get a waiting
+// page (or JSON) with their live place in line, and are let in first come, first served
+// as slots free up. Visitors are told apart by a signed cookie that the server mints.
+type Handler struct {
+	// Name of the room. Required. Handlers with the same name (in one config, or on
+	// several Caddy instances sharing a store) are the same queue.
+	Name string `json:"name,omitempty"`
+
+	// Capacity is how many visitors may be admitted at once. Required, greater than 0.
+	Capacity int `json:"capacity,omitempty"`
+
+	// SessionTTL is how long an admitted visitor keeps the slot without making a
+	// request. Default: 5m.
+	SessionTTL caddy.Duration `json:"session_ttl,omitempty"`
+
+	// QueueTTL is how long a waiter keeps the place without being heard from (page
+	// load, poll or WebSocket). Default: 1m.
+	QueueTTL caddy.Duration `json:"queue_ttl,omitempty"`
+
+	// StatusCode is the HTTP status of the waiting page and its JSON twin. Default: 200.
+	StatusCode int `json:"status_code,omitempty"`
+
+	// Fail says what happens to new visitors while the store cannot be reached: "open"
+	// lets them through, "closed" shows the waiting page as temporarily unavailable.
+	// Admitted visitors keep passing either way (their cookie is verified locally).
+	// Default: open.
+	Fail string `json:"fail,omitempty"`
+
+	// Secret is the HMAC-SHA256 key that signs visitor cookies. Placeholders such as
+	// {env.WAITING_ROOM_SECRET} are expanded. When empty, a random secret is generated
+	// and kept in the store: across reloads with the memory store, and shared by every
+	// instance with a shared store.
+	Secret string `json:"secret,omitempty"`
+
+	// PreviousSecrets are still accepted when verifying cookies (but never used to sign),
+	// so that the secret can be rotated without sending admitted visitors back to the
+	// queue.
+	PreviousSecrets []string `json:"previous_secrets,omitempty"`
+
+	// Template is the path of an html/template file that replaces the embedded waiting
+	// page. It is parsed at provision time, so a broken template fails `caddy validate`.
+	Template string `json:"template,omitempty"`
+
+	// Cookie configures the visitor cookie.
+	Cookie *Cookie `json:"cookie,omitempty"`
+
+	// StoreRaw holds the room's state. Default: {"type": "memory"}.
+	StoreRaw json.RawMessage `json:"store,omitempty" caddy:"namespace=http.handlers.waiting_room.stores inline_key=type"`
+
+	store        Store
+	releaseStore func()
+	room         *room
+	page         *template.Template
+	logger       *zap.Logger
+	clock        clock
+}
+
+// CaddyModule returns the Caddy module information.
+func (Handler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.waiting_room",
+		New: func() caddy.Module { return new(Handler) },
+	}
+}
+
+// Defaults for the optional settings.
+const (
+	defaultSessionTTL = 5 * time.Minute
+	defaultQueueTTL   = time.Minute
+	failOpen          = "open"
+	failClosed        = "closed"
+)
+
+// Provision sets up the room. A store that is down does not fail it: the room starts
+// degraded (as configured by Fail) and recovers when the store answers.
+func (h *Handler) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	if h.clock == nil {
+		h.clock = realClock{}
+	}
+	if h.SessionTTL == 0 {
+		h.SessionTTL = caddy.Duration(defaultSessionTTL)
+	}
+	if h.QueueTTL == 0 {
+		h.QueueTTL = caddy.Duration(defaultQueueTTL)
+	}
+	if h.StatusCode == 0 {
+		h.StatusCode = http.StatusOK
+	}
+	if h.Fail == "" {
+		h.Fail = failOpen
+	}
+	if h.Cookie == nil {
+		h.Cookie = new(Cookie)
+	}
+	h.Cookie.setDefaults(h.Name)
+	if err := h.Validate(); err != nil {
+		return err
+	}
+
+	h.page = assets.DefaultTemplate()
+	if h.Template != "" {
+		text, err := os.ReadFile(h.Template)
+		if err != nil {
+			return fmt.Errorf("reading template: %w", err)
+		}
+		h.page, err = assets.NewTemplate(h.Template, string(text))
+		if err != nil {
+			return fmt.Errorf("parsing template %s: %w", h.Template, err)
+		}
+	}
+
+	if h.StoreRaw == nil {
+		h.StoreRaw = json.RawMessage(`{"type":"memory"}`)
+	}
+	mod, err := ctx.LoadModule(h, "StoreRaw")
+	if err != nil {
+		return fmt.Errorf("loading store: %w", err)
+	}
+	store, release, err := mod.(StoreModule).OpenStore(ctx, h.Name)
+	if err != nil {
+		return fmt.Errorf("opening store for room %q: %w", h.Name, err)
+	}
+	h.store, h.releaseStore = store, release
+
+	secrets, err := h.configuredSecrets()
+	if err != nil {
+		return err
+	}
+	h.room = newRoom(h, secrets)
+	h.room.start(ctx)
+	return nil
+}
+
+// configuredSecrets expands the configured secrets; nil means "agree on one through the
+// store" (the room does that, retrying while the store is down).
+func (h *Handler) configuredSecrets() ([][]byte, error) {
+	if h.Secret == "" {
+		if len(h.PreviousSecrets) > 0 {
+			return nil, errors.New("previous_secrets needs secret")
+		}
+		return nil, nil
+	}
+	repl := caddy.NewReplacer()
+	var secrets [][]byte
+	for _, s := range append([]string{h.Secret}, h.PreviousSecrets...) {
+		v := repl.ReplaceKnown(s, "")
+		if v == "" {
+			return nil, fmt.Errorf("secret %q is empty after expanding placeholders", s)
+		}
+		secrets = append(secrets, []byte(v))
+	}
+	return secrets, nil
+}
+
+// Validate checks the configuration.
+func (h *Handler) Validate() error {
+	if h.Name == "" {
+		return errors.New("name is required")
+	}
+	if h.Capacity <= 0 {
+		return fmt.Errorf("capacity must be greater than 0, got %d", h.Capacity)
+	}
+	if h.SessionTTL < 0 {
+		return fmt.Errorf("session_ttl must not be negative, got %v", time.Duration(h.SessionTTL))
+	}
+	if h.QueueTTL < 0 {
+		return fmt.Errorf("queue_ttl must not be negative, got %v", time.Duration(h.QueueTTL))
+	}
+	if h.StatusCode != 0 && (h.StatusCode < 200 || h.StatusCode > 599) {
+		return fmt.Errorf("status_code must be a final HTTP status (200-599), got %d", h.StatusCode)
+	}
+	switch h.Fail {
+	case "", failOpen, failClosed:
+	default:
+		return fmt.Errorf("fail must be open or closed, got %q", h.Fail)
+	}
+	if h.Cookie != nil {
+		if err := h.Cookie.validate(); err != nil {
+			return fmt.Errorf("cookie: %w", err)
+		}
+	}
+	return nil
+}
+
+// Cleanup stops the room (its goroutines end with the config's context), closes its
+// WebSockets with a reconnect hint and lets go of the store. It is safe after a failed
+// Provision and when called twice.
+func (h *Handler) Cleanup() error {
+	if h.room != nil {
+		h.room.stop()
+	}
+	if h.releaseStore != nil {
+		h.releaseStore()
+		h.releaseStore = nil
+	}
+	return nil
+}
+
+// limits are the store-facing settings of this room.
+func (h *Handler) limits() Limits {
+	return Limits{
+		Capacity:   h.Capacity,
+		SessionTTL: time.Duration(h.SessionTTL),
+		QueueTTL:   time.Duration(h.QueueTTL),
+	}
+}
+
+// newSecret is a random signing secret offered to the store when none is configured.
+func newSecret() []byte {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return b
+}
+
+// clock tells the time; tests inject their own.
+type clock interface{ Now() time.Time }
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddy.Validator             = (*Handler)(nil)
+	_ caddy.CleanerUpper          = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+)
