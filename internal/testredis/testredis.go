@@ -1,0 +1,282 @@
+// Package testredis starts real redis-server processes for tests: a standalone server
+// that can be stopped and restarted on the same port (for outage tests), and a
+// three-master Redis Cluster. Every server runs on a free loopback port in its own temp
+// dir, keeps nothing on disk and is stopped by t.Cleanup.
+//
+// When redis-server is not installed the test is skipped with a loud message, unless
+// the CI environment variable is set: then it fails, so a CI run never passes by
+// skipping the Redis tests.
+package testredis
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// startTimeout bounds how long a server may take to answer PING, and a cluster to
+// reach cluster_state:ok.
+const startTimeout = 20 * time.Second
+
+// Server is one redis-server process on a fixed loopback port.
+type Server struct {
+	// Addr is host:port, stable across Stop and Restart.
+	Addr string
+
+	t       testing.TB
+	port    int
+	dir     string
+	extra   []string
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	logFile string
+}
+
+// Start starts a standalone redis-server and stops it when the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	requireRedis(t)
+	port := freePort(t, false)
+	s := newServer(t, port, nil)
+	s.start()
+	return s
+}
+
+func newServer(t testing.TB, port int, extra []string) *Server {
+	dir := t.TempDir()
+	s := &Server{
+		Addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		t:       t,
+		port:    port,
+		dir:     dir,
+		extra:   extra,
+		logFile: filepath.Join(dir, "redis.log"),
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func (s *Server) start() {
+	s.t.Helper()
+	args := []string{
+		"--port", strconv.Itoa(s.port),
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", s.dir,
+		"--logfile", s.logFile,
+	}
+	args = append(args, s.extra...)
+	cmd := exec.Command("redis-server", args...)
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("starting redis-server: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+
+	deadline := time.Now().Add(startTimeout)
+	for {
+		reply, err := s.Do("PING")
+		if err == nil && reply == "PONG" {
+			return
+		}
+		select {
+		case <-exited:
+			s.t.Fatalf("redis-server on %s exited at start: %s", s.Addr, s.log())
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("redis-server on %s does not answer PING: %v; log: %s", s.Addr, err, s.log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop kills the server and waits until it has exited. Its port stays reserved for
+// Restart only by convention: nothing else in the test should bind it.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+}
+
+// Restart starts the server again on the same port, empty (nothing is saved).
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	s.start()
+}
+
+// Do sends one command (arguments without spaces) and returns a simple, integer or
+// bulk reply as a string. It is enough to probe a server and read INFO.
+func (s *Server) Do(args ...string) (string, error) {
+	return do(s.Addr, args...)
+}
+
+func (s *Server) log() string {
+	b, _ := os.ReadFile(s.logFile)
+	return string(b)
+}
+
+// Cluster is a Redis Cluster of three masters and no replicas.
+type Cluster struct {
+	// Addrs are the masters' host:port, any of which seeds a cluster client.
+	Addrs   []string
+	Servers []*Server
+}
+
+// StartCluster starts three cluster-enabled redis-servers, joins them with
+// redis-cli --cluster create and waits until every node reports cluster_state:ok.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	requireRedis(t)
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		skipOrFail(t, "redis-cli is not on PATH: the Redis Cluster tests cannot run")
+	}
+	c := &Cluster{}
+	for range 3 {
+		port := freePort(t, true)
+		s := newServer(t, port, []string{
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "5000",
+		})
+		s.start()
+		c.Servers = append(c.Servers, s)
+		c.Addrs = append(c.Addrs, s.Addr)
+	}
+	args := append([]string{"--cluster", "create"}, c.Addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	out, err := exec.Command("redis-cli", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(startTimeout)
+	for _, s := range c.Servers {
+		for {
+			info, err := s.Do("CLUSTER", "INFO")
+			if err == nil && strings.Contains(info, "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cluster node %s not ok: %v %s", s.Addr, err, info)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return c
+}
+
+func requireRedis(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		skipOrFail(t, "redis-server is not on PATH: the Redis tests cannot run (install Debian's redis-server)")
+	}
+}
+
+func skipOrFail(t testing.TB, msg string) {
+	t.Helper()
+	banner := "\n*************************************************************\n" +
+		"*** " + msg + "\n" +
+		"*************************************************************"
+	if os.Getenv("CI") != "" {
+		t.Fatal(banner + "\n(CI is set, so this is a failure, not a skip)")
+	}
+	t.Skip(banner)
+}
+
+// freePort finds a loopback port nobody listens on; for a cluster node the bus port
+// (port+10000) must be free too.
+func freePort(t testing.TB, withBus bool) int {
+	t.Helper()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("finding a free port: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if !withBus {
+			return port
+		}
+		if port+10000 > 65535 {
+			continue
+		}
+		bus, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+10000)))
+		if err != nil {
+			continue
+		}
+		_ = bus.Close()
+		return port
+	}
+	t.Fatal("no free loopback port with a free bus port (+10000)")
+	return 0
+}
+
+// do speaks just enough RESP to send one command and read a non-array reply.
+func do(addr string, args ...string) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := conn.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimSuffix(line, "\r\n")
+	if line == "" {
+		return "", errors.New("empty reply")
+	}
+	switch line[0] {
+	case '+', ':':
+		return line[1:], nil
+	case '-':
+		return "", errors.New(line[1:])
+	case '$':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < 0 {
+			return "", err
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
+	default:
+		return "", fmt.Errorf("unexpected reply %q", line)
+	}
+}

@@ -1,0 +1,215 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testredis"
+	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
+)
+
+// commands reads INFO commandstats: the scripts run (EVALSHA and EVAL, the round
+// trips of this store) and every command Redis ran, those inside scripts included (the
+// INFO calls themselves left out).
+func commands(b testing.TB, srv *testredis.Server) (scripts, total int64) {
+	b.Helper()
+	info, err := srv.Do("INFO", "commandstats")
+	if err != nil {
+		b.Fatalf("INFO commandstats: %v", err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		name, rest, ok := strings.Cut(line, ":calls=")
+		if !ok || name == "cmdstat_info" {
+			continue
+		}
+		n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+		total += n
+		if name == "cmdstat_evalsha" || name == "cmdstat_eval" {
+			scripts += n
+		}
+	}
+	return scripts, total
+}
+
+// reportCommands reports the commands per operation since (scripts0, total0).
+func reportCommands(b *testing.B, srv *testredis.Server, scripts0, total0 int64, unit string) {
+	scripts, total := commands(b, srv)
+	b.ReportMetric(float64(scripts-scripts0)/float64(b.N), "evalsha/"+unit)
+	b.ReportMetric(float64(total-total0)/float64(b.N), "redis_cmds/"+unit)
+}
+
+var benchLimits = waitingroom.Limits{Capacity: 1, SessionTTL: time.Hour, QueueTTL: time.Hour}
+
+func benchStore(b *testing.B) (*testredis.Server, *roomStore) {
+	srv := testredis.Start(b)
+	s := open(b, provision(b, &Redis{URL: "redis://" + srv.Addr}))
+	// Load the scripts, so EVALSHA is what is measured.
+	if _, err := s.Join(context.Background(), waitingroom.NewVisitorID(), time.Now(), benchLimits); err != nil {
+		b.Fatal(err)
+	}
+	return srv, s
+}
+
+// BenchmarkJoin measures new visitors queued one after another (each Join one round
+// trip) and the Redis commands each costs.
+func BenchmarkJoin(b *testing.B) {
+	srv, s := benchStore(b)
+	ctx, now := context.Background(), time.Now()
+	scripts, total := commands(b, srv)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := s.Join(ctx, waitingroom.NewVisitorID(), now, benchLimits); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	reportCommands(b, srv, scripts, total, "join")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "joins/s")
+}
+
+// BenchmarkJoinParallel is BenchmarkJoin from many goroutines, as a busy instance.
+func BenchmarkJoinParallel(b *testing.B) {
+	srv, s := benchStore(b)
+	ctx, now := context.Background(), time.Now()
+	scripts, total := commands(b, srv)
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := s.Join(ctx, waitingroom.NewVisitorID(), now, benchLimits); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	reportCommands(b, srv, scripts, total, "join")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "joins/s")
+}
+
+// BenchmarkJoinQueued is BenchmarkJoin behind a queue of 1k and 100k waiters: the cost
+// must not grow with the queue.
+func BenchmarkJoinQueued(b *testing.B) {
+	for _, n := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("queued=%d", n), func(b *testing.B) {
+			srv, s := benchStore(b)
+			_, _ = fillQueue(b, s, n)
+			ctx, now := context.Background(), time.Now()
+			scripts, total := commands(b, srv)
+			b.ResetTimer()
+			for range b.N {
+				if _, err := s.Join(ctx, waitingroom.NewVisitorID(), now, benchLimits); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			reportCommands(b, srv, scripts, total, "join")
+		})
+	}
+}
+
+// fillQueue queues n waiters quickly (pipelined Joins) and returns them and their
+// tickets.
+func fillQueue(b testing.TB, s *roomStore, n int) ([]waitingroom.VisitorID, []uint64) {
+	b.Helper()
+	ctx, now := context.Background(), time.Now()
+	ids := make([]waitingroom.VisitorID, 0, n)
+	tickets := make([]uint64, 0, n)
+	for len(tickets) < n {
+		pipe := s.shared.client.Pipeline()
+		batch := make([]waitingroom.VisitorID, min(1000, n-len(tickets)))
+		for i := range batch {
+			id := waitingroom.NewVisitorID()
+			batch[i] = id
+			joinScript.EvalSha(ctx, pipe, s.keys, id[:], now.UnixMilli(), benchLimits.Capacity, benchLimits.SessionTTL.Milliseconds())
+		}
+		cmds, err := pipe.Exec(ctx)
+		if err != nil {
+			b.Fatalf("filling the queue: %v", err)
+		}
+		for i, c := range cmds {
+			res, err := c.(*redis.Cmd).Int64Slice()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res[0] == int64(waitingroom.Queued) {
+				ids = append(ids, batch[i])
+				tickets = append(tickets, uint64(res[1]))
+			}
+		}
+	}
+	return ids, tickets
+}
+
+// BenchmarkPositions computes the positions of every waiter of a queue with departures
+// from the middle (one in ten left), as the WebSocket hub does on each tick.
+func BenchmarkPositions(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("queued=%d", n), func(b *testing.B) {
+			srv, s := benchStore(b)
+			ids, tickets := fillQueue(b, s, n)
+			ctx := context.Background()
+			for i := 0; i < len(ids); i += 10 {
+				if _, err := s.Leave(ctx, ids[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			out := make([]int, len(tickets))
+			scripts, total := commands(b, srv)
+			b.ResetTimer()
+			for range b.N {
+				if err := s.Positions(ctx, tickets, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			reportCommands(b, srv, scripts, total, "call")
+			if out[len(out)-1] != n-(n+9)/10 {
+				b.Fatalf("last waiter at %d, want %d", out[len(out)-1], n-(n+9)/10)
+			}
+		})
+	}
+}
+
+// BenchmarkQueueMemory fills a room with 100k waiters and reports the Redis memory each
+// costs (INFO used_memory before and after, and MEMORY USAGE of the room's keys).
+func BenchmarkQueueMemory(b *testing.B) {
+	const n = 100_000
+	srv, s := benchStore(b)
+	used := func() int64 {
+		info, err := srv.Do("INFO", "memory")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				return n
+			}
+		}
+		b.Fatal("no used_memory in INFO memory")
+		return 0
+	}
+	before := used()
+	_, _ = fillQueue(b, s, n)
+	after := used()
+	var keys int64
+	for _, k := range s.keys {
+		v, err := srv.Do("MEMORY", "USAGE", k, "SAMPLES", "0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		size, _ := strconv.ParseInt(v, 10, 64)
+		keys += size
+	}
+	for range b.N {
+	}
+	b.ReportMetric(float64(after-before)/n, "used_memory_B/waiter")
+	b.ReportMetric(float64(keys)/n, "key_B/waiter")
+}

@@ -1,0 +1,56 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testredis"
+	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
+	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom/storetest"
+)
+
+var roomSeq atomic.Int64
+
+// provision provisions a store module the way Caddy would.
+func provision(t testing.TB, r *Redis) *Redis {
+	t.Helper()
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	t.Cleanup(cancel)
+	if err := r.Provision(ctx); err != nil {
+		t.Fatalf("Provision: %v", err)
+	}
+	if err := r.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	return r
+}
+
+// open opens a fresh room (a new name) on r, released when the test ends.
+func open(t testing.TB, r *Redis) *roomStore {
+	t.Helper()
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	t.Cleanup(cancel)
+	s, release, err := r.OpenStore(ctx, fmt.Sprintf("room-%d", roomSeq.Add(1)))
+	if err != nil {
+		t.Fatalf("OpenStore: %v", err)
+	}
+	t.Cleanup(release)
+	return s.(*roomStore)
+}
+
+func TestConformanceStandalone(t *testing.T) {
+	srv := testredis.Start(t)
+	mod := provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(5 * time.Second)})
+	storetest.Run(t, func(t *testing.T) waitingroom.Store { return open(t, mod) })
+}
+
+func TestConformanceCluster(t *testing.T) {
+	cl := testredis.StartCluster(t)
+	mod := provision(t, &Redis{Addresses: cl.Addrs, Timeout: caddy.Duration(5 * time.Second)})
+	storetest.Run(t, func(t *testing.T) waitingroom.Store { return open(t, mod) })
+}

@@ -1,0 +1,222 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// A room lives in six keys that share one hash tag, so every script touches a single
+// Cluster slot:
+//
+//	queue          ZSET  visitor id -> ticket                 (the only per-waiter entry)
+//	active         ZSET  visitor id -> last seen, unix ms
+//	meta           HASH  ticket (counter), base, epoch, admitted_total
+//	live           STRING bitmap, bit (ticket-base) set while that ticket is queued
+//	heard          STRING 4 bytes per ticket: last heard, ms since epoch (big endian)
+//	heard_buckets  ZSET  bucket (256 tickets) -> a lower bound of its waiters' heard
+//
+// base and epoch restart whenever a ticket is issued into an empty queue, so live and
+// heard only span the tickets of the current busy period.
+//
+// Why not a second ZSET of waiters by last-heard: a ZSET entry costs ~120 bytes, two
+// would break the 200-byte budget per waiter. heard costs 4 bytes per ticket, and
+// heard_buckets lets Step find silent waiters without scanning the queue: a bucket's
+// score never exceeds the oldest heard time of its waiters (hearing only raises heard,
+// joins lower the score with ZADD LT, a sweep sets it exactly), so every bucket that may
+// hold a silent waiter scores at or below the cutoff.
+const prelude = `
+local queue, active, meta, live, heard, buckets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local BUCKET = 256
+
+local function epoch_of()
+  local v = redis.call('HMGET', meta, 'base', 'epoch')
+  return tonumber(v[1]), tonumber(v[2])
+end
+
+local function rel(now, epoch)
+  local r = now - epoch
+  if r < 0 then return 0 end
+  if r > 4294967295 then return 4294967295 end
+  return r
+end
+
+local function heard_at(off)
+  local s = redis.call('GETRANGE', heard, off * 4, off * 4 + 3)
+  if #s < 4 then return 0 end
+  return (struct.unpack('>I4', s))
+end
+
+local function hear(off, r)
+  if heard_at(off) < r then
+    redis.call('SETRANGE', heard, off * 4, struct.pack('>I4', r))
+  end
+end
+
+local function unqueue(id, ticket, base)
+  redis.call('ZREM', queue, id)
+  redis.call('SETBIT', live, ticket - base, 0)
+end
+
+local function queued_status(ticket, now)
+  local base, epoch = epoch_of()
+  hear(ticket - base, rel(now, epoch))
+  return {1, ticket, redis.call('ZCOUNT', queue, '-inf', ticket)}
+end
+`
+
+// joinScript: ARGV id, now, capacity, session TTL (ms). Returns {state, ticket, position}.
+var joinScript = redis.NewScript(prelude + `
+local id, now, cap, sttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+if redis.call('ZSCORE', active, id) then return {2, 0, 0} end
+local t = redis.call('ZSCORE', queue, id)
+if t then return queued_status(tonumber(t), now) end
+
+redis.call('ZREMRANGEBYSCORE', active, '-inf', now - sttl)
+local waiting = redis.call('ZCARD', queue)
+if waiting == 0 and redis.call('ZCARD', active) < cap then
+  redis.call('ZADD', active, now, id)
+  redis.call('HINCRBY', meta, 'admitted_total', 1)
+  return {2, 0, 0}
+end
+
+t = redis.call('HINCRBY', meta, 'ticket', 1)
+local base, epoch
+if waiting == 0 then
+  base, epoch = t, now
+  redis.call('HSET', meta, 'base', base, 'epoch', epoch)
+  redis.call('DEL', live, heard, buckets)
+else
+  base, epoch = epoch_of()
+end
+local off, r = t - base, rel(now, epoch)
+redis.call('SETBIT', live, off, 1)
+redis.call('SETRANGE', heard, off * 4, struct.pack('>I4', r))
+redis.call('ZADD', buckets, 'LT', r, math.floor(off / BUCKET))
+redis.call('ZADD', queue, t, id)
+return {1, t, waiting + 1}
+`)
+
+// statusScript: ARGV id, now. Returns {state, ticket, position}; hears a waiter.
+var statusScript = redis.NewScript(prelude + `
+local id, now = ARGV[1], tonumber(ARGV[2])
+if redis.call('ZSCORE', active, id) then return {2, 0, 0} end
+local t = redis.call('ZSCORE', queue, id)
+if not t then return {0, 0, 0} end
+return queued_status(tonumber(t), now)
+`)
+
+// touchScript: ARGV id, now. Returns 1 when the visitor holds a slot.
+var touchScript = redis.NewScript(prelude + `
+if not redis.call('ZSCORE', active, ARGV[1]) then return 0 end
+redis.call('ZADD', active, 'XX', 'GT', ARGV[2], ARGV[1])
+return 1
+`)
+
+// heartbeatScript: ARGV now, id... Hears every id that is queued.
+var heartbeatScript = redis.NewScript(prelude + `
+local base, epoch = epoch_of()
+if not base then return 0 end
+local r = rel(tonumber(ARGV[1]), epoch)
+for i = 2, #ARGV do
+  local t = redis.call('ZSCORE', queue, ARGV[i])
+  if t then hear(tonumber(t) - base, r) end
+end
+return 0
+`)
+
+// leaveScript: ARGV id. Returns 1 when the visitor was admitted or queued.
+var leaveScript = redis.NewScript(prelude + `
+if redis.call('ZREM', active, ARGV[1]) == 1 then return 1 end
+local t = redis.call('ZSCORE', queue, ARGV[1])
+if not t then return 0 end
+local base = epoch_of()
+unqueue(ARGV[1], tonumber(t), base)
+return 1
+`)
+
+// stepScript: ARGV now, capacity, session TTL, queue TTL (ms), channel, buckets to
+// sweep at most. Returns the admitted ids in ticket order and publishes them.
+var stepScript = redis.NewScript(prelude + `
+local now, cap, sttl, qttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local channel, max_sweep = ARGV[5], tonumber(ARGV[6])
+
+redis.call('ZREMRANGEBYSCORE', active, '-inf', now - sttl)
+local base, epoch = epoch_of()
+if not base or redis.call('ZCARD', queue) == 0 then return {} end
+local cutoff = now - qttl - epoch -- a waiter last heard at or before cutoff is gone
+
+local function sweep(b)
+  local first = b * BUCKET
+  local bits = redis.call('GETRANGE', live, first / 8, (first + BUCKET) / 8 - 1)
+  local hs = redis.call('GETRANGE', heard, first * 4, (first + BUCKET) * 4 - 1)
+  local oldest
+  for byte_i = 1, #bits do
+    local byte = string.byte(bits, byte_i)
+    if byte ~= 0 then
+      for j = 0, 7 do
+        if bit.band(byte, bit.rshift(128, j)) ~= 0 then
+          local i = (byte_i - 1) * 8 + j
+          local h = 0
+          if #hs >= i * 4 + 4 then h = struct.unpack('>I4', hs, i * 4 + 1) end
+          if h <= cutoff then
+            local t = base + first + i
+            local ids = redis.call('ZRANGEBYSCORE', queue, t, t, 'LIMIT', 0, 1)
+            if ids[1] then redis.call('ZREM', queue, ids[1]) end
+            redis.call('SETBIT', live, first + i, 0)
+          elseif not oldest or h < oldest then
+            oldest = h
+          end
+        end
+      end
+    end
+  end
+  if oldest then
+    redis.call('ZADD', buckets, oldest, b)
+  else
+    redis.call('ZREM', buckets, b)
+  end
+end
+
+if cutoff >= 0 then
+  local due = redis.call('ZRANGEBYSCORE', buckets, '-inf', cutoff, 'LIMIT', 0, max_sweep)
+  for _, b in ipairs(due) do sweep(tonumber(b)) end
+end
+
+-- The sweep may have stopped at max_sweep buckets, so the head is checked again: a
+-- silent waiter is dropped, never admitted.
+local admitted = {}
+local free = cap - redis.call('ZCARD', active)
+while free > 0 do
+  local head = redis.call('ZRANGE', queue, 0, free - 1, 'WITHSCORES')
+  if #head == 0 then break end
+  for i = 1, #head, 2 do
+    local id, t = head[i], tonumber(head[i + 1])
+    unqueue(id, t, base)
+    if heard_at(t - base) > cutoff then
+      redis.call('ZADD', active, now, id)
+      admitted[#admitted + 1] = id
+      free = free - 1
+    end
+  end
+end
+if #admitted > 0 then
+  redis.call('HINCRBY', meta, 'admitted_total', #admitted)
+  redis.call('PUBLISH', channel, table.concat(admitted))
+end
+if redis.call('ZCARD', queue) == 0 then redis.call('DEL', live, heard, buckets) end
+return admitted
+`)
+
+// positionsScript returns {base, first byte, live bitmap from that byte}: everything
+// Positions needs, in one command, whatever the number of tickets asked about.
+var positionsScript = redis.NewScript(prelude + `
+local base = tonumber(redis.call('HGET', meta, 'base'))
+if not base or redis.call('ZCARD', queue) == 0 then return {0, 0, ''} end
+local first = redis.call('BITPOS', live, 1)
+if first < 0 then return {base, 0, ''} end
+local from = math.floor(first / 8)
+return {base, from, redis.call('GETRANGE', live, from, -1)}
+`)
+
+// statsScript returns {active, waiting, admitted total}.
+var statsScript = redis.NewScript(prelude + `
+return {redis.call('ZCARD', active), redis.call('ZCARD', queue),
+  tonumber(redis.call('HGET', meta, 'admitted_total') or 0)}
+`)

@@ -1,0 +1,197 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
+)
+
+// heartbeatBatch caps the ids sent in one script call, so a hub with many waiters
+// costs waiters/1000 commands and never blocks Redis for long.
+const heartbeatBatch = 1000
+
+// sweepBuckets caps the heard buckets one Step examines for silent waiters (256
+// tickets each); the rest wait for the next Step.
+const sweepBuckets = 64
+
+// roomStore is one room's waitingroom.Store on a pooled Redis client.
+type roomStore struct {
+	shared  *sharedClient
+	keys    []string
+	channel string
+	secret  string
+	timeout time.Duration
+}
+
+var _ waitingroom.Store = (*roomStore)(nil)
+
+func newRoomStore(shared *sharedClient, prefix, room string, timeout time.Duration) *roomStore {
+	base := prefix + "{" + room + "}:"
+	return &roomStore{
+		shared: shared,
+		keys: []string{
+			base + "queue", base + "active", base + "meta",
+			base + "live", base + "heard", base + "heard_buckets",
+		},
+		channel: base + "admitted",
+		secret:  base + "secret",
+		timeout: timeout,
+	}
+}
+
+func (s *roomStore) run(ctx context.Context, script *redis.Script, args ...any) *redis.Cmd {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	return script.Run(ctx, s.shared.client, s.keys, args...)
+}
+
+func (s *roomStore) Join(ctx context.Context, id waitingroom.VisitorID, now time.Time, lim waitingroom.Limits) (waitingroom.Status, error) {
+	res, err := s.run(ctx, joinScript, id[:], now.UnixMilli(), lim.Capacity, lim.SessionTTL.Milliseconds()).Int64Slice()
+	if err != nil {
+		return waitingroom.Status{}, fmt.Errorf("joining room: %w", err)
+	}
+	return toStatus(res)
+}
+
+func (s *roomStore) Status(ctx context.Context, id waitingroom.VisitorID, now time.Time) (waitingroom.Status, error) {
+	res, err := s.run(ctx, statusScript, id[:], now.UnixMilli()).Int64Slice()
+	if err != nil {
+		return waitingroom.Status{}, fmt.Errorf("reading visitor status: %w", err)
+	}
+	return toStatus(res)
+}
+
+func toStatus(res []int64) (waitingroom.Status, error) {
+	if len(res) != 3 {
+		return waitingroom.Status{}, fmt.Errorf("unexpected status reply %v", res)
+	}
+	return waitingroom.Status{
+		State:    waitingroom.State(res[0]),
+		Ticket:   uint64(res[1]),
+		Position: int(res[2]),
+	}, nil
+}
+
+func (s *roomStore) Touch(ctx context.Context, id waitingroom.VisitorID, now time.Time) (bool, error) {
+	n, err := s.run(ctx, touchScript, id[:], now.UnixMilli()).Int64()
+	if err != nil {
+		return false, fmt.Errorf("touching session: %w", err)
+	}
+	return n == 1, nil
+}
+
+func (s *roomStore) Heartbeat(ctx context.Context, ids []waitingroom.VisitorID, now time.Time) error {
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), heartbeatBatch)]
+		ids = ids[len(batch):]
+		args := make([]any, 0, 1+len(batch))
+		args = append(args, now.UnixMilli())
+		for _, id := range batch {
+			args = append(args, id[:])
+		}
+		if err := s.run(ctx, heartbeatScript, args...).Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("hearing waiters: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s *roomStore) Leave(ctx context.Context, id waitingroom.VisitorID) (bool, error) {
+	n, err := s.run(ctx, leaveScript, id[:]).Int64()
+	if err != nil {
+		return false, fmt.Errorf("leaving room: %w", err)
+	}
+	return n == 1, nil
+}
+
+func (s *roomStore) Step(ctx context.Context, now time.Time, lim waitingroom.Limits) ([]waitingroom.VisitorID, error) {
+	res, err := s.run(ctx, stepScript, now.UnixMilli(), lim.Capacity,
+		lim.SessionTTL.Milliseconds(), lim.QueueTTL.Milliseconds(), s.channel, sweepBuckets).StringSlice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("admission step: %w", err)
+	}
+	ids := make([]waitingroom.VisitorID, 0, len(res))
+	for _, raw := range res {
+		var id waitingroom.VisitorID
+		if len(raw) != len(id) {
+			return nil, fmt.Errorf("admission step: malformed visitor id of %d bytes", len(raw))
+		}
+		copy(id[:], raw)
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// Positions fetches the live-ticket bitmap from the head on (one command, ~1 bit per
+// ticket of the current busy period) and counts set bits locally: prefix popcounts per
+// byte make every ticket O(1) after one pass over the bitmap.
+func (s *roomStore) Positions(ctx context.Context, tickets []uint64, out []int) error {
+	if len(out) != len(tickets) {
+		return fmt.Errorf("positions: %d tickets but room for %d answers", len(tickets), len(out))
+	}
+	res, err := s.run(ctx, positionsScript).Slice()
+	if err != nil {
+		return fmt.Errorf("reading positions: %w", err)
+	}
+	if len(res) != 3 {
+		return fmt.Errorf("reading positions: unexpected reply of %d items", len(res))
+	}
+	base, _ := res[0].(int64)
+	from, _ := res[1].(int64)
+	bitmap, _ := res[2].(string)
+	first := uint64(base) + uint64(from)*8 // ticket of the bitmap's first bit
+	before := make([]int32, len(bitmap)+1) // before[i]: set bits in bytes [0, i)
+	for i := 0; i < len(bitmap); i++ {
+		before[i+1] = before[i] + int32(bits.OnesCount8(bitmap[i]))
+	}
+	for i, t := range tickets {
+		out[i] = 0
+		if len(bitmap) == 0 || t < first || t-first >= uint64(len(bitmap))*8 {
+			continue
+		}
+		off := t - first
+		b := bitmap[off/8]
+		shift := 7 - off%8 // bit 0 of a Redis bitmap is the most significant
+		if b>>shift&1 == 0 {
+			continue
+		}
+		out[i] = int(before[off/8]) + bits.OnesCount8(b>>(shift+1)) + 1
+	}
+	return nil
+}
+
+func (s *roomStore) Stats(ctx context.Context) (waitingroom.Stats, error) {
+	res, err := s.run(ctx, statsScript).Int64Slice()
+	if err != nil {
+		return waitingroom.Stats{}, fmt.Errorf("reading room counters: %w", err)
+	}
+	if len(res) != 3 {
+		return waitingroom.Stats{}, fmt.Errorf("reading room counters: unexpected reply %v", res)
+	}
+	return waitingroom.Stats{Active: int(res[0]), Waiting: int(res[1]), AdmittedTotal: uint64(res[2])}, nil
+}
+
+// Secret stores the candidate unless a secret is there already (SET NX GET: one
+// command, so two instances racing agree on whichever got there first).
+func (s *roomStore) Secret(ctx context.Context, candidate []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	prev, err := s.shared.client.SetArgs(ctx, s.secret, candidate, redis.SetArgs{Mode: "NX", Get: true}).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return candidate, nil
+	case err != nil:
+		return nil, fmt.Errorf("sharing room secret: %w", err)
+	}
+	return []byte(prev), nil
+}
+
+func (s *roomStore) Subscribe(fn func(ids []waitingroom.VisitorID)) (cancel func()) {
+	return s.shared.subscribe(s.channel, s.timeout, fn)
+}
