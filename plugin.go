@@ -7,4 +7,5 @@ package caddywaitingroom
 
 import (
 	_ "github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
+	_ "github.com/caddy-waitingroom/caddy-waitingroom/waitingroom/redisstore"
 )
