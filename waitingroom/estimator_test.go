@@ -115,8 +115,8 @@ func TestEstimatorAccuracyInSteadyState(t *testing.T) {
 				}
 			}
 		}
-		ids, _ := s.Step(ctx, now, lim)
-		for _, id := range ids {
+		res, _ := s.Step(ctx, now, lim)
+		for _, id := range res.Admitted {
 			admit(id)
 			if p, ok := promised[id]; ok {
 				real := now.Sub(p.joined)

@@ -31,6 +31,7 @@ type memoryStore struct {
 	nextTicket    uint64
 	admittedTotal uint64
 	secret        []byte
+	overrides     []byte
 
 	subsMu  sync.Mutex
 	subs    map[int]func([]VisitorID)
@@ -126,29 +127,80 @@ func (s *memoryStore) Leave(_ context.Context, id VisitorID) (bool, error) {
 	return true, nil
 }
 
-func (s *memoryStore) Step(_ context.Context, now time.Time, lim Limits) ([]VisitorID, error) {
+func (s *memoryStore) Step(_ context.Context, now time.Time, lim Limits) (StepResult, error) {
 	s.mu.Lock()
 	nanos := now.UnixNano()
 	for v := s.active.front; v != nil && v.at+int64(lim.SessionTTL) <= nanos; v = s.active.front {
 		s.removeLocked(v)
 	}
-	for v := s.heard.front; v != nil && v.at+int64(lim.QueueTTL) <= nanos; v = s.heard.front {
-		s.removeLocked(v)
-	}
-	var admitted []VisitorID
+	res := StepResult{Abandoned: s.sweepSilentLocked(now, lim)}
 	for s.active.len < lim.Capacity && s.waiting > 0 {
-		v := s.headLocked()
-		s.dequeueLocked(v)
-		s.admitLocked(v, now)
-		admitted = append(admitted, v.id)
+		res.Admitted = append(res.Admitted, s.admitHeadLocked(now))
 	}
 	s.compactLocked()
 	s.mu.Unlock()
 
-	if len(admitted) > 0 {
-		s.announce(admitted)
+	s.announce(res.Admitted)
+	return res, nil
+}
+
+func (s *memoryStore) AdmitNow(_ context.Context, n int, now time.Time, lim Limits) (StepResult, error) {
+	s.mu.Lock()
+	res := StepResult{Abandoned: s.sweepSilentLocked(now, lim)}
+	for ; n > 0 && s.waiting > 0; n-- {
+		res.Admitted = append(res.Admitted, s.admitHeadLocked(now))
 	}
-	return admitted, nil
+	s.compactLocked()
+	s.mu.Unlock()
+
+	s.announce(res.Admitted)
+	return res, nil
+}
+
+// sweepSilentLocked drops the waiters not heard from within QueueTTL and counts them.
+func (s *memoryStore) sweepSilentLocked(now time.Time, lim Limits) int {
+	n, nanos := 0, now.UnixNano()
+	for v := s.heard.front; v != nil && v.at+int64(lim.QueueTTL) <= nanos; v = s.heard.front {
+		s.removeLocked(v)
+		n++
+	}
+	return n
+}
+
+// admitHeadLocked admits the first live waiter; the caller knows there is one.
+func (s *memoryStore) admitHeadLocked(now time.Time) VisitorID {
+	v := s.headLocked()
+	s.dequeueLocked(v)
+	s.admitLocked(v, now)
+	return v.id
+}
+
+func (s *memoryStore) Reset(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.visitors)
+	s.active = visitorList{}
+	s.heard = visitorList{}
+	s.base = s.nextTicket
+	s.slots, s.live, s.head, s.waiting = s.slots[:0], s.live[:0], 0, 0
+	return nil
+}
+
+func (s *memoryStore) Overrides(context.Context) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.overrides, nil
+}
+
+func (s *memoryStore) SetOverrides(_ context.Context, doc []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(doc) == 0 {
+		s.overrides = nil
+	} else {
+		s.overrides = append([]byte(nil), doc...)
+	}
+	return nil
 }
 
 func (s *memoryStore) Positions(_ context.Context, tickets []uint64, out []int) error {
@@ -195,6 +247,9 @@ func (s *memoryStore) Subscribe(fn func([]VisitorID)) func() {
 // announce tells subscribers about admissions, outside the state lock so a slow
 // subscriber never holds up joins.
 func (s *memoryStore) announce(ids []VisitorID) {
+	if len(ids) == 0 {
+		return
+	}
 	s.subsMu.Lock()
 	defer s.subsMu.Unlock()
 	for _, fn := range s.subs {

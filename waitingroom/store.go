@@ -40,9 +40,24 @@ type Store interface {
 
 	// Step is the admission step: it drops admitted visitors not seen for SessionTTL and
 	// waiters not heard from for QueueTTL, then admits live waiters from the head of the
-	// queue while slots are free. It returns the ids it admitted (also announced to
-	// subscribers).
-	Step(ctx context.Context, now time.Time, lim Limits) ([]VisitorID, error)
+	// queue while slots are free. The admitted ids are also announced to subscribers.
+	Step(ctx context.Context, now time.Time, lim Limits) (StepResult, error)
+
+	// AdmitNow admits up to n live waiters from the head of the queue at once, beyond
+	// capacity if need be (an operator's "let the next n in"), and announces them like
+	// Step does. Silent waiters at the head are dropped, not admitted.
+	AdmitNow(ctx context.Context, n int, now time.Time, lim Limits) (StepResult, error)
+
+	// Reset empties the queue and the active set. Counters and the secret are kept, and
+	// tickets keep growing, so a cookie from before the reset is simply unknown.
+	Reset(ctx context.Context) error
+
+	// Overrides returns the room's runtime settings document (set through the admin
+	// API and shared by every instance on this store), or nil when there is none.
+	Overrides(ctx context.Context) ([]byte, error)
+
+	// SetOverrides replaces the runtime settings document; nil or empty removes it.
+	SetOverrides(ctx context.Context, doc []byte) error
 
 	// Positions computes, in one call whatever the number of tickets, the 1-based
 	// position of each ticket among the queued waiters (waiters ahead + 1). It writes 0
@@ -74,6 +89,14 @@ type Limits struct {
 	SessionTTL time.Duration
 	// QueueTTL is how long a waiter keeps the place without being heard from.
 	QueueTTL time.Duration
+}
+
+// StepResult is what an admission step did.
+type StepResult struct {
+	// Admitted are the waiters let in, in ticket order.
+	Admitted []VisitorID
+	// Abandoned counts the waiters dropped for not being heard from within QueueTTL.
+	Abandoned int
 }
 
 // State is where a visitor stands in a room.

@@ -132,7 +132,8 @@ func TestOutageAndRecovery(t *testing.T) {
 		if _, err := s.Leave(ctx, holder); err != nil {
 			t.Fatal(err)
 		}
-		admitted, err := s.Step(ctx, time.Now(), lim)
+		res, err := s.Step(ctx, time.Now(), lim)
+		admitted := res.Admitted
 		if err != nil || len(admitted) != 1 || admitted[0] != waiter {
 			t.Fatalf("Step = %v, %v; want the waiter", admitted, err)
 		}

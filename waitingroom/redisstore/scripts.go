@@ -132,14 +132,17 @@ return 1
 `)
 
 // stepScript: ARGV now, capacity, session TTL, queue TTL (ms), channel, buckets to
-// sweep at most. Returns the admitted ids in ticket order and publishes them.
+// sweep at most, forced admissions. Returns {waiters dropped for silence, admitted
+// ids in ticket order...} and publishes the ids. With forced > 0 (the admin's "admit
+// n") it admits up to that many regardless of capacity.
 var stepScript = redis.NewScript(prelude + `
 local now, cap, sttl, qttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local channel, max_sweep = ARGV[5], tonumber(ARGV[6])
+local channel, max_sweep, forced = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
 
 redis.call('ZREMRANGEBYSCORE', active, '-inf', now - sttl)
 local base, epoch = epoch_of()
-if not base or redis.call('ZCARD', queue) == 0 then return {} end
+if not base or redis.call('ZCARD', queue) == 0 then return {0} end
+local dropped = 0
 local cutoff = now - qttl - epoch -- a waiter last heard at or before cutoff is gone
 
 local function sweep(b)
@@ -160,6 +163,7 @@ local function sweep(b)
             local ids = redis.call('ZRANGEBYSCORE', queue, t, t, 'LIMIT', 0, 1)
             if ids[1] then redis.call('ZREM', queue, ids[1]) end
             redis.call('SETBIT', live, first + i, 0)
+            dropped = dropped + 1
           elseif not oldest or h < oldest then
             oldest = h
           end
@@ -183,6 +187,7 @@ end
 -- silent waiter is dropped, never admitted.
 local admitted = {}
 local free = cap - redis.call('ZCARD', active)
+if forced > 0 then free = forced end
 while free > 0 do
   local head = redis.call('ZRANGE', queue, 0, free - 1, 'WITHSCORES')
   if #head == 0 then break end
@@ -193,6 +198,8 @@ while free > 0 do
       redis.call('ZADD', active, now, id)
       admitted[#admitted + 1] = id
       free = free - 1
+    else
+      dropped = dropped + 1
     end
   end
 end
@@ -201,7 +208,16 @@ if #admitted > 0 then
   redis.call('PUBLISH', channel, table.concat(admitted))
 end
 if redis.call('ZCARD', queue) == 0 then redis.call('DEL', live, heard, buckets) end
+table.insert(admitted, 1, dropped)
 return admitted
+`)
+
+// resetScript empties the queue and the active set; the ticket counter and
+// admitted_total carry on.
+var resetScript = redis.NewScript(prelude + `
+redis.call('DEL', queue, active, live, heard, buckets)
+redis.call('HDEL', meta, 'base', 'epoch')
+return 0
 `)
 
 // positionsScript returns {base, first byte, live bitmap from that byte}: everything

@@ -24,9 +24,10 @@ const sweepBuckets = 64
 type roomStore struct {
 	shared  *sharedClient
 	keys    []string
-	channel string
-	secret  string
-	timeout time.Duration
+	channel   string
+	secret    string
+	overrides string
+	timeout   time.Duration
 }
 
 var _ waitingroom.Store = (*roomStore)(nil)
@@ -39,9 +40,10 @@ func newRoomStore(shared *sharedClient, prefix, room string, timeout time.Durati
 			base + "queue", base + "active", base + "meta",
 			base + "live", base + "heard", base + "heard_buckets",
 		},
-		channel: base + "admitted",
-		secret:  base + "secret",
-		timeout: timeout,
+		channel:   base + "admitted",
+		secret:    base + "secret",
+		overrides: base + "overrides",
+		timeout:   timeout,
 	}
 }
 
@@ -110,22 +112,75 @@ func (s *roomStore) Leave(ctx context.Context, id waitingroom.VisitorID) (bool, 
 	return n == 1, nil
 }
 
-func (s *roomStore) Step(ctx context.Context, now time.Time, lim waitingroom.Limits) ([]waitingroom.VisitorID, error) {
-	res, err := s.run(ctx, stepScript, now.UnixMilli(), lim.Capacity,
-		lim.SessionTTL.Milliseconds(), lim.QueueTTL.Milliseconds(), s.channel, sweepBuckets).StringSlice()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("admission step: %w", err)
+func (s *roomStore) Step(ctx context.Context, now time.Time, lim waitingroom.Limits) (waitingroom.StepResult, error) {
+	return s.step(ctx, now, lim, 0)
+}
+
+func (s *roomStore) AdmitNow(ctx context.Context, n int, now time.Time, lim waitingroom.Limits) (waitingroom.StepResult, error) {
+	if n <= 0 {
+		return waitingroom.StepResult{}, nil
 	}
-	ids := make([]waitingroom.VisitorID, 0, len(res))
-	for _, raw := range res {
+	return s.step(ctx, now, lim, n)
+}
+
+// step runs the admission step script; forced > 0 admits that many regardless of
+// capacity.
+func (s *roomStore) step(ctx context.Context, now time.Time, lim waitingroom.Limits, forced int) (waitingroom.StepResult, error) {
+	res, err := s.run(ctx, stepScript, now.UnixMilli(), lim.Capacity,
+		lim.SessionTTL.Milliseconds(), lim.QueueTTL.Milliseconds(), s.channel, sweepBuckets, forced).Slice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return waitingroom.StepResult{}, fmt.Errorf("admission step: %w", err)
+	}
+	if len(res) == 0 {
+		return waitingroom.StepResult{}, fmt.Errorf("admission step: empty reply")
+	}
+	dropped, _ := res[0].(int64)
+	out := waitingroom.StepResult{Abandoned: int(dropped)}
+	for _, item := range res[1:] {
+		raw, _ := item.(string)
 		var id waitingroom.VisitorID
 		if len(raw) != len(id) {
-			return nil, fmt.Errorf("admission step: malformed visitor id of %d bytes", len(raw))
+			return waitingroom.StepResult{}, fmt.Errorf("admission step: malformed visitor id of %d bytes", len(raw))
 		}
 		copy(id[:], raw)
-		ids = append(ids, id)
+		out.Admitted = append(out.Admitted, id)
 	}
-	return ids, nil
+	return out, nil
+}
+
+func (s *roomStore) Reset(ctx context.Context) error {
+	if err := s.run(ctx, resetScript).Err(); err != nil {
+		return fmt.Errorf("resetting room: %w", err)
+	}
+	return nil
+}
+
+func (s *roomStore) Overrides(ctx context.Context) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	doc, err := s.shared.client.Get(ctx, s.overrides).Bytes()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading runtime settings: %w", err)
+	}
+	return doc, nil
+}
+
+func (s *roomStore) SetOverrides(ctx context.Context, doc []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	var err error
+	if len(doc) == 0 {
+		err = s.shared.client.Del(ctx, s.overrides).Err()
+	} else {
+		err = s.shared.client.Set(ctx, s.overrides, doc, 0).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("saving runtime settings: %w", err)
+	}
+	return nil
 }
 
 // Positions fetches the live-ticket bitmap from the head on (one command, ~1 bit per

@@ -43,6 +43,10 @@ func Run(t *testing.T, open Open) {
 		{"Secret", testSecret},
 		{"Subscribe", testSubscribe},
 		{"Concurrency", testConcurrency},
+		{"AbandonedAreCounted", testAbandonedAreCounted},
+		{"AdmitNowBeyondCapacity", testAdmitNowBeyondCapacity},
+		{"Reset", testReset},
+		{"Overrides", testOverrides},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -115,11 +119,16 @@ func (r room) leave(id waitingroom.VisitorID) bool {
 
 func (r room) step(now time.Time, lim waitingroom.Limits) []waitingroom.VisitorID {
 	r.t.Helper()
-	ids, err := r.s.Step(context.Background(), now, lim)
+	return r.stepResult(now, lim).Admitted
+}
+
+func (r room) stepResult(now time.Time, lim waitingroom.Limits) waitingroom.StepResult {
+	r.t.Helper()
+	res, err := r.s.Step(context.Background(), now, lim)
 	if err != nil {
 		r.t.Fatalf("Step: %v", err)
 	}
-	return ids
+	return res
 }
 
 func (r room) positions(tickets ...uint64) []int {
