@@ -22,8 +22,8 @@ const sweepBuckets = 64
 
 // roomStore is one room's waitingroom.Store on a pooled Redis client.
 type roomStore struct {
-	shared  *sharedClient
-	keys    []string
+	shared    *sharedClient
+	keys      []string
 	channel   string
 	secret    string
 	overrides string
