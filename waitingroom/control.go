@@ -1,10 +1,223 @@
 package waitingroom
 
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
 // Room is a running room as the admin API sees it: a handle on the newest handler of
-// that name, reading and steering the shared store.
+// that name, reading and steering the shared store. Changes go through the store, so
+// every instance sharing it applies them within one admission tick.
 type Room struct {
 	h *Handler
 }
 
 // Name is the room's name.
 func (r *Room) Name() string { return r.h.Name }
+
+// Overrides are the runtime changes made through the admin API. They are kept in the
+// room's store and win over the configuration until cleared.
+type Overrides struct {
+	// Capacity replaces the configured capacity.
+	Capacity *int `json:"capacity,omitempty"`
+}
+
+// Settings are the values a room runs with.
+type Settings struct {
+	Capacity   int    `json:"capacity"`
+	SessionTTL string `json:"session_ttl"`
+	QueueTTL   string `json:"queue_ttl"`
+}
+
+// RoomInfo is what the admin API reports about a room.
+type RoomInfo struct {
+	Name     string `json:"name"`
+	Mode     string `json:"mode"`
+	Capacity int    `json:"capacity"` // effective
+	// Rate is the admission rate limit; null when admissions are bound by capacity only.
+	Rate          *string `json:"rate"`
+	Active        int     `json:"active"`
+	Waiting       int     `json:"waiting"`
+	AdmittedTotal uint64  `json:"admitted_total"`
+	// ETASeconds is the estimated wait of someone arriving now (null: no data yet).
+	ETASeconds *int `json:"eta_seconds"`
+	// AdmissionsPerMinute is the measured throughput over the last minutes (null: no
+	// data yet).
+	AdmissionsPerMinute *float64  `json:"admissions_per_minute"`
+	Store               string    `json:"store"`
+	Configured          Settings  `json:"configured"`
+	Overrides           Overrides `json:"overrides"`
+}
+
+// Info reads the room's state from the store (fresh, not the tick's cached copy).
+func (r *Room) Info(ctx context.Context) (RoomInfo, error) {
+	st, err := r.h.store.Stats(ctx)
+	if err != nil {
+		return RoomInfo{}, fmt.Errorf("reading room counters: %w", err)
+	}
+	o, err := r.overrides(ctx)
+	if err != nil {
+		return RoomInfo{}, err
+	}
+	info := RoomInfo{
+		Name:          r.h.Name,
+		Mode:          "fifo",
+		Capacity:      r.h.Capacity,
+		Active:        st.Active,
+		Waiting:       st.Waiting,
+		AdmittedTotal: st.AdmittedTotal,
+		Store:         r.h.storeType,
+		Configured: Settings{
+			Capacity:   r.h.Capacity,
+			SessionTTL: time.Duration(r.h.SessionTTL).String(),
+			QueueTTL:   time.Duration(r.h.QueueTTL).String(),
+		},
+		Overrides: o,
+	}
+	if o.Capacity != nil {
+		info.Capacity = *o.Capacity
+	}
+	if rate, ok := r.h.room.est.rate(); ok {
+		perMinute := rate * 60
+		info.AdmissionsPerMinute = &perMinute
+		eta := int(etaAt(st.Waiting+1, rate) / time.Second)
+		info.ETASeconds = &eta
+	}
+	return info, nil
+}
+
+func (r *Room) overrides(ctx context.Context) (Overrides, error) {
+	var o Overrides
+	doc, err := r.h.store.Overrides(ctx)
+	if err != nil {
+		return o, fmt.Errorf("reading runtime settings: %w", err)
+	}
+	if len(doc) > 0 {
+		if err := json.Unmarshal(doc, &o); err != nil {
+			return o, fmt.Errorf("reading runtime settings: %w", err)
+		}
+	}
+	return o, nil
+}
+
+// InputError is a request the caller got wrong; the admin API answers 400 with it.
+type InputError struct{ msg string }
+
+func (e *InputError) Error() string { return e.msg }
+
+func inputErrorf(format string, args ...any) error {
+	return &InputError{msg: fmt.Sprintf(format, args...)}
+}
+
+// Patch applies a JSON document of runtime changes: {"capacity": 20} sets a value,
+// {"capacity": null} restores the configured one. Unknown fields and bad values are
+// an *InputError, and then nothing changes.
+func (r *Room) Patch(ctx context.Context, body []byte) (RoomInfo, error) {
+	var fields map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&fields); err != nil {
+		return RoomInfo{}, inputErrorf("malformed JSON: %v", err)
+	}
+	if dec.More() {
+		return RoomInfo{}, inputErrorf("malformed JSON: more than one value")
+	}
+	if fields == nil {
+		return RoomInfo{}, inputErrorf("want a JSON object such as {\"capacity\": 20}")
+	}
+	o, err := r.overrides(ctx)
+	if err != nil {
+		return RoomInfo{}, err
+	}
+	for name, raw := range fields {
+		switch name {
+		case "capacity":
+			if string(raw) == "null" {
+				o.Capacity = nil
+				continue
+			}
+			var n int
+			if err := json.Unmarshal(raw, &n); err != nil {
+				return RoomInfo{}, inputErrorf("capacity must be a whole number or null, got %s", raw)
+			}
+			if n <= 0 {
+				return RoomInfo{}, inputErrorf("capacity must be greater than 0, got %d", n)
+			}
+			o.Capacity = &n
+		default:
+			return RoomInfo{}, inputErrorf("unknown field %q (the fields are: capacity)", name)
+		}
+	}
+	var doc []byte
+	if o != (Overrides{}) {
+		doc, _ = json.Marshal(o)
+	}
+	if err := r.h.store.SetOverrides(ctx, doc); err != nil {
+		return RoomInfo{}, fmt.Errorf("saving runtime settings: %w", err)
+	}
+	r.forEachHandler(func(h *Handler) { h.room.overrides.Store(&o) })
+	r.applyNow()
+	return r.Info(ctx)
+}
+
+// Admit lets the next n waiters in at once, beyond capacity if need be, and reports
+// how many were admitted.
+func (r *Room) Admit(ctx context.Context, n int) (int, error) {
+	if n <= 0 {
+		return 0, inputErrorf("count must be greater than 0, got %d", n)
+	}
+	rm := r.h.room
+	res, err := r.h.store.AdmitNow(ctx, n, r.h.clock.Now(), r.h.limits())
+	if err != nil {
+		return 0, fmt.Errorf("admitting waiters: %w", err)
+	}
+	rm.metrics.admitted.Add(float64(len(res.Admitted)))
+	rm.metrics.abandoned.Add(float64(res.Abandoned))
+	return len(res.Admitted), nil
+}
+
+// ErrNoVisitor is returned when removing a visitor the room does not hold.
+var ErrNoVisitor = errors.New("no such visitor in this room")
+
+// RemoveVisitor takes one visitor (queued or admitted) out of the room. An admitted
+// visitor's other instances learn it at their next throttled touch (seconds).
+func (r *Room) RemoveVisitor(ctx context.Context, id VisitorID) error {
+	ok, err := r.h.store.Leave(ctx, id)
+	if err != nil {
+		return fmt.Errorf("removing visitor: %w", err)
+	}
+	if !ok {
+		return ErrNoVisitor
+	}
+	r.forEachHandler(func(h *Handler) { h.room.forgetTouched(id) })
+	r.applyNow()
+	return nil
+}
+
+// Reset empties the queue and the active set.
+func (r *Room) Reset(ctx context.Context) error {
+	if err := r.h.store.Reset(ctx); err != nil {
+		return fmt.Errorf("resetting room: %w", err)
+	}
+	r.forEachHandler(func(h *Handler) { h.room.touched.Clear() })
+	r.applyNow()
+	return nil
+}
+
+// applyNow makes this process's handlers of the room run a tick at once, so a change
+// shows without waiting for the next period. Other instances follow within a tick.
+func (r *Room) applyNow() {
+	r.forEachHandler(func(h *Handler) { h.room.kick() })
+}
+
+func (r *Room) forEachHandler(fn func(*Handler)) {
+	registry.Lock()
+	hs := append([]*Handler(nil), registry.rooms[r.h.Name]...)
+	registry.Unlock()
+	for _, h := range hs {
+		fn(h)
+	}
+}

@@ -44,7 +44,7 @@ func (h *Handler) viewAt(position int, st *Stats, rate float64, rateKnown bool) 
 		Position:       position,
 		Waiting:        max(st.Waiting, position),
 		Active:         st.Active,
-		Capacity:       h.Capacity,
+		Capacity:       h.capacity(),
 		RefreshSeconds: h.refreshSeconds(),
 	}
 	if rateKnown {
@@ -73,7 +73,7 @@ func (h *Handler) serveQueued(w http.ResponseWriter, r *http.Request, id Visitor
 // serveUnavailable answers a new visitor while the store is down and the room fails
 // closed.
 func (h *Handler) serveUnavailable(w http.ResponseWriter, r *http.Request) error {
-	v := view{Room: h.Name, Status: "unavailable", Capacity: h.Capacity, RefreshSeconds: h.refreshSeconds()}
+	v := view{Room: h.Name, Status: "unavailable", Capacity: h.capacity(), RefreshSeconds: h.refreshSeconds()}
 	return h.respond(w, r, http.StatusServiceUnavailable, v)
 }
 

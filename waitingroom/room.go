@@ -2,6 +2,7 @@ package waitingroom
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,10 +30,12 @@ type room struct {
 	store  Store
 	logger *zap.Logger
 
-	keys  atomic.Pointer[keyring] // nil until a secret is agreed
-	stats atomic.Pointer[Stats]   // last counters the loop read
-	est   *estimator
-	hub   *hub
+	keys      atomic.Pointer[keyring]   // nil until a secret is agreed
+	stats     atomic.Pointer[Stats]     // last counters the loop read
+	overrides atomic.Pointer[Overrides] // last runtime settings the loop read
+	est       *estimator
+	hub       *hub
+	metrics   *roomMetrics
 
 	// touched maps a VisitorID to the *atomic.Int64 unix-nano time this instance last
 	// confirmed the visitor's session with the store.
@@ -46,15 +49,17 @@ type room struct {
 	errCount   atomic.Int64
 }
 
-func newRoom(h *Handler, secrets [][]byte) *room {
+func newRoom(h *Handler, secrets [][]byte, m *roomMetrics) *room {
 	rm := &room{
-		h:      h,
-		store:  h.store,
-		logger: h.logger,
-		est:    newEstimator(),
-		kickCh: make(chan struct{}, 1),
+		h:       h,
+		store:   h.store,
+		logger:  h.logger,
+		est:     newEstimator(),
+		metrics: m,
+		kickCh:  make(chan struct{}, 1),
 	}
 	rm.stats.Store(&Stats{})
+	rm.overrides.Store(&Overrides{})
 	if secrets != nil {
 		rm.keys.Store(newKeyring(h.Name, secrets))
 	}
@@ -107,7 +112,8 @@ func (rm *room) run(ctx context.Context) {
 	}
 }
 
-// tick runs one admission step and refreshes the counters the pages show.
+// tick runs one admission step and refreshes the counters the pages show and the
+// runtime settings (so an admin change made on any instance applies here within a tick).
 func (rm *room) tick(ctx context.Context) {
 	if rm.keys.Load() == nil {
 		secret, err := rm.store.Secret(ctx, newSecret())
@@ -117,11 +123,18 @@ func (rm *room) tick(ctx context.Context) {
 		}
 		rm.keys.Store(newKeyring(rm.h.Name, [][]byte{secret}))
 	}
+	if err := rm.loadOverrides(ctx); err != nil {
+		rm.storeError("reading runtime settings", err)
+		return
+	}
 	now := rm.h.clock.Now()
-	if _, err := rm.store.Step(ctx, now, rm.h.limits()); err != nil {
+	res, err := rm.store.Step(ctx, now, rm.h.limits())
+	if err != nil {
 		rm.storeError("admission step", err)
 		return
 	}
+	rm.metrics.admitted.Add(float64(len(res.Admitted)))
+	rm.metrics.abandoned.Add(float64(res.Abandoned))
 	st, err := rm.store.Stats(ctx)
 	if err != nil {
 		rm.storeError("reading counters", err)
@@ -129,6 +142,27 @@ func (rm *room) tick(ctx context.Context) {
 	}
 	rm.stats.Store(&st)
 	rm.est.observe(now, st.AdmittedTotal)
+	rm.metrics.active.Set(float64(st.Active))
+	rm.metrics.waiting.Set(float64(st.Waiting))
+	rm.metrics.capacity.Set(float64(rm.h.capacity()))
+}
+
+// loadOverrides reads the runtime settings document from the store. A document this
+// version cannot read is logged and ignored, never applied halfway.
+func (rm *room) loadOverrides(ctx context.Context) error {
+	doc, err := rm.store.Overrides(ctx)
+	if err != nil {
+		return err
+	}
+	o := new(Overrides)
+	if len(doc) > 0 {
+		if err := json.Unmarshal(doc, o); err != nil {
+			rm.logger.Error("ignoring unreadable runtime settings", zap.String("room", rm.h.Name), zap.Error(err))
+			o = new(Overrides)
+		}
+	}
+	rm.overrides.Store(o)
+	return nil
 }
 
 // touchedRecently reports whether this instance confirmed id's session with the store

@@ -37,7 +37,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				return h.passAdmitted(w, r, next, tok.id)
 			}
 			if active {
-				h.admit(w, r, keys, tok.id, now)
+				h.admit(w, r, keys, tok.id, tok.since, now)
 				return h.passAdmitted(w, r, next, tok.id)
 			}
 			// Session lapsed, revoked or removed: a new visitor, at the back.
@@ -48,13 +48,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			}
 			switch st.State {
 			case Admitted:
-				h.admit(w, r, keys, tok.id, now)
+				if !rm.touchedRecently(tok.id, now) {
+					rm.metrics.wait.Observe(now.Sub(tok.since).Seconds())
+				}
+				h.admit(w, r, keys, tok.id, now, now)
 				if isWaitingSocket(r) {
 					return rm.hub.serveAdmitted(w, r)
 				}
 				return h.passAdmitted(w, r, next, tok.id)
 			case Queued:
-				h.Cookie.set(w, r, keys.seal(token{state: Queued, id: tok.id, expires: now.Add(queuedTokenLife)}), now.Add(queuedTokenLife))
+				h.queue(w, r, keys, tok.id, tok.since, now)
 				return h.serveQueued(w, r, tok.id, st)
 			}
 			// The place was lost (queue_ttl): a new visitor, at the back.
@@ -68,22 +71,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return h.degraded(w, r, next)
 	}
 	if st.State == Admitted {
-		h.admit(w, r, keys, id, now)
+		rm.metrics.admitted.Inc()
+		h.admit(w, r, keys, id, now, now)
 		return h.passAdmitted(w, r, next, id)
 	}
+	rm.metrics.queued.Inc()
 	if c := h.logger.Check(zap.DebugLevel, "visitor queued"); c != nil {
 		c.Write(zap.String("room", h.Name), zap.Stringer("visitor", id), zap.Int("position", st.Position))
 	}
-	h.Cookie.set(w, r, keys.seal(token{state: Queued, id: id, expires: now.Add(queuedTokenLife)}), now.Add(queuedTokenLife))
+	h.queue(w, r, keys, id, now, now)
 	return h.serveQueued(w, r, id, st)
 }
 
-// admit gives id a fresh admitted cookie and records that its session was just
-// confirmed with the store.
-func (h *Handler) admit(w http.ResponseWriter, r *http.Request, keys *keyring, id VisitorID, now time.Time) {
+// admit gives id a fresh admitted cookie (admitted at since) and records that its
+// session was just confirmed with the store.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request, keys *keyring, id VisitorID, since, now time.Time) {
 	expires := now.Add(time.Duration(h.SessionTTL))
-	h.Cookie.set(w, r, keys.seal(token{state: Admitted, id: id, expires: expires}), expires)
+	h.Cookie.set(w, r, keys.seal(token{state: Admitted, id: id, since: since, expires: expires}), expires)
 	h.room.markTouched(id, now)
+}
+
+// queue gives waiter id (queued since) a fresh queued cookie.
+func (h *Handler) queue(w http.ResponseWriter, r *http.Request, keys *keyring, id VisitorID, since, now time.Time) {
+	expires := now.Add(queuedTokenLife)
+	h.Cookie.set(w, r, keys.seal(token{state: Queued, id: id, since: since, expires: expires}), expires)
 }
 
 // passAdmitted hands the request on, watching the response for the upstream's revoke

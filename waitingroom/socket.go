@@ -179,6 +179,7 @@ func (hb *hub) readClient(ctx context.Context, cancel context.CancelFunc, c *web
 			continue
 		}
 		hb.rm.kick()
+		hb.rm.metrics.abandoned.Inc()
 		if ce := hb.rm.logger.Check(zap.DebugLevel, "waiter left the queue"); ce != nil {
 			ce.Write(zap.String("room", hb.rm.h.Name), zap.Stringer("visitor", id))
 		}

@@ -16,19 +16,22 @@ import (
 //
 // Wire format, base64url without padding:
 //
-//	version(1) | state(1) | visitor id(16) | expiry unix seconds(8) | HMAC-SHA256(32)
+//	version(1) | state(1) | visitor id(16) | since unix seconds(8) | expiry unix seconds(8) | HMAC-SHA256(32)
 //
-// The MAC covers a domain label, the room name and the first 26 bytes, so a cookie of
+// The MAC covers a domain label, the room name and the body before it, so a cookie of
 // one room is worthless in another, and a bit flipped anywhere fails verification.
 type token struct {
-	state   State // Queued or Admitted
-	id      VisitorID
+	state State // Queued or Admitted
+	id    VisitorID
+	// since is when the visitor joined the queue (Queued) or was admitted (Admitted);
+	// it survives reissues, so the wait can be measured at admission on any instance.
+	since   time.Time
 	expires time.Time
 }
 
 const (
 	tokenVersion = 1
-	tokenBody    = 1 + 1 + 16 + 8
+	tokenBody    = 1 + 1 + 16 + 8 + 8
 	tokenLen     = tokenBody + sha256.Size
 )
 
@@ -55,7 +58,8 @@ func (k *keyring) seal(t token) string {
 	raw[0] = tokenVersion
 	raw[1] = byte(t.state)
 	copy(raw[2:18], t.id[:])
-	binary.BigEndian.PutUint64(raw[18:26], uint64(t.expires.Unix()))
+	binary.BigEndian.PutUint64(raw[18:26], uint64(t.since.Unix()))
+	binary.BigEndian.PutUint64(raw[26:34], uint64(t.expires.Unix()))
 	k.sum(0, raw[:tokenBody], raw[tokenBody:tokenBody])
 	return base64.RawURLEncoding.EncodeToString(raw[:])
 }
@@ -89,7 +93,8 @@ func (k *keyring) open(value string, now time.Time) (token, bool) {
 		return token{}, false
 	}
 	copy(t.id[:], raw[2:18])
-	t.expires = time.Unix(int64(binary.BigEndian.Uint64(raw[18:26])), 0)
+	t.since = time.Unix(int64(binary.BigEndian.Uint64(raw[18:26])), 0)
+	t.expires = time.Unix(int64(binary.BigEndian.Uint64(raw[26:34])), 0)
 	if !now.Before(t.expires) {
 		return token{}, false
 	}

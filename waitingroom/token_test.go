@@ -10,9 +10,9 @@ func TestTokenRoundTrip(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	k := newKeyring("shop", [][]byte{[]byte("secret-one")})
 	for _, state := range []State{Queued, Admitted} {
-		in := token{state: state, id: NewVisitorID(), expires: now.Add(time.Minute)}
+		in := token{state: state, id: NewVisitorID(), since: now.Add(-time.Hour), expires: now.Add(time.Minute)}
 		out, ok := k.open(k.seal(in), now)
-		if !ok || out.state != in.state || out.id != in.id || !out.expires.Equal(in.expires) {
+		if !ok || out.state != in.state || out.id != in.id || !out.since.Equal(in.since) || !out.expires.Equal(in.expires) {
 			t.Fatalf("round trip of %v: got %+v ok=%v", in, out, ok)
 		}
 	}
@@ -52,7 +52,8 @@ func TestTokenRejects(t *testing.T) {
 		{"bit flipped in version", flip(0), shop, now},
 		{"bit flipped in state", flip(1), shop, now},
 		{"bit flipped in id", flip(5), shop, now},
-		{"bit flipped in expiry", flip(25), shop, now},
+		{"bit flipped in since", flip(20), shop, now},
+		{"bit flipped in expiry", flip(33), shop, now},
 		{"bit flipped in mac", flip(tokenLen - 1), shop, now},
 		{"other room", sealed, newKeyring("other", [][]byte{[]byte("secret-one")}), now},
 		{"other secret", sealed, newKeyring("shop", [][]byte{[]byte("secret-two")}), now},

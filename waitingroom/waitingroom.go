@@ -72,6 +72,7 @@ type Handler struct {
 	StoreRaw json.RawMessage `json:"store,omitempty" caddy:"namespace=http.handlers.waiting_room.stores inline_key=type"`
 
 	store        Store
+	storeType    string // the store module's name, for the admin API
 	releaseStore func()
 	room         *room
 	page         *template.Template
@@ -137,6 +138,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.StoreRaw == nil {
 		h.StoreRaw = json.RawMessage(`{"type":"memory"}`)
 	}
+	var storeType struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(h.StoreRaw, &storeType)
+	h.storeType = storeType.Type
 	mod, err := ctx.LoadModule(h, "StoreRaw")
 	if err != nil {
 		return fmt.Errorf("loading store: %w", err)
@@ -151,7 +157,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	h.room = newRoom(h, secrets)
+	m, err := newRoomMetrics(h.Name, ctx.GetMetricsRegistry())
+	if err != nil {
+		return err
+	}
+	h.room = newRoom(h, secrets, m)
 	h.room.start(ctx)
 	register(h)
 	return nil
@@ -223,13 +233,22 @@ func (h *Handler) Cleanup() error {
 	return nil
 }
 
-// limits are the store-facing settings of this room.
+// limits are the store-facing settings of this room, runtime changes applied.
 func (h *Handler) limits() Limits {
 	return Limits{
-		Capacity:   h.Capacity,
+		Capacity:   h.capacity(),
 		SessionTTL: time.Duration(h.SessionTTL),
 		QueueTTL:   time.Duration(h.QueueTTL),
 	}
+}
+
+// capacity is the effective capacity: the admin API's runtime value if one is set,
+// else the configured one.
+func (h *Handler) capacity() int {
+	if o := h.room.overrides.Load(); o.Capacity != nil {
+		return *o.Capacity
+	}
+	return h.Capacity
 }
 
 // newSecret is a random signing secret offered to the store when none is configured.

@@ -1,0 +1,78 @@
+package waitingroom
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The room's Prometheus collectors, created once per process and registered into each
+// config's registry (Caddy makes a new one per config load), so values carry across
+// reloads. Their only label is the room. Counters count what this instance did; on a
+// fleet, sum them. Gauges are the room-wide values every instance reads from the shared
+// store; on a fleet, take max.
+var metrics struct {
+	once      sync.Once
+	active    *prometheus.GaugeVec
+	waiting   *prometheus.GaugeVec
+	capacity  *prometheus.GaugeVec
+	admitted  *prometheus.CounterVec
+	queued    *prometheus.CounterVec
+	abandoned *prometheus.CounterVec
+	wait      *prometheus.HistogramVec
+}
+
+func initMetrics() {
+	metrics.once.Do(func() {
+		const ns, sub = "caddy", "waiting_room"
+		labels := []string{"room"}
+		gauge := func(name, help string) *prometheus.GaugeVec {
+			return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, labels)
+		}
+		counter := func(name, help string) *prometheus.CounterVec {
+			return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, labels)
+		}
+		metrics.active = gauge("active", "Visitors admitted and holding a slot (room-wide).")
+		metrics.waiting = gauge("waiting", "Visitors waiting in the queue (room-wide).")
+		metrics.capacity = gauge("capacity", "Visitors the room admits at once (effective, after runtime changes).")
+		metrics.admitted = counter("admitted_total", "Visitors admitted by this instance, at once or from the queue.")
+		metrics.queued = counter("queued_total", "Visitors this instance put in the queue.")
+		metrics.abandoned = counter("abandoned_total", "Waiters who left the queue or went silent past queue_ttl, as seen by this instance.")
+		metrics.wait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "wait_seconds",
+			Help:    "How long admitted waiters waited in the queue.",
+			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200},
+		}, labels)
+	})
+}
+
+// roomMetrics are one room's children of the collectors, looked up once.
+type roomMetrics struct {
+	active, waiting, capacity   prometheus.Gauge
+	admitted, queued, abandoned prometheus.Counter
+	wait                        prometheus.Observer
+}
+
+func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, error) {
+	initMetrics()
+	if registry != nil {
+		for _, c := range []prometheus.Collector{metrics.active, metrics.waiting, metrics.capacity,
+			metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait} {
+			// Several rooms in one config register the same collectors: that is fine.
+			if err := registry.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+				return nil, fmt.Errorf("registering metrics: %w", err)
+			}
+		}
+	}
+	return &roomMetrics{
+		active:    metrics.active.WithLabelValues(room),
+		waiting:   metrics.waiting.WithLabelValues(room),
+		capacity:  metrics.capacity.WithLabelValues(room),
+		admitted:  metrics.admitted.WithLabelValues(room),
+		queued:    metrics.queued.WithLabelValues(room),
+		abandoned: metrics.abandoned.WithLabelValues(room),
+		wait:      metrics.wait.WithLabelValues(room),
+	}, nil
+}
