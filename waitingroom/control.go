@@ -159,7 +159,7 @@ func (r *Room) Patch(ctx context.Context, body []byte) (RoomInfo, error) {
 		return RoomInfo{}, fmt.Errorf("saving runtime settings: %w", err)
 	}
 	r.forEachHandler(func(h *Handler) { h.room.overrides.Store(&o) })
-	r.applyNow()
+	r.applyNow(ctx)
 	return r.Info(ctx)
 }
 
@@ -193,7 +193,7 @@ func (r *Room) RemoveVisitor(ctx context.Context, id VisitorID) error {
 		return ErrNoVisitor
 	}
 	r.forEachHandler(func(h *Handler) { h.room.forgetTouched(id) })
-	r.applyNow()
+	r.applyNow(ctx)
 	return nil
 }
 
@@ -203,14 +203,20 @@ func (r *Room) Reset(ctx context.Context) error {
 		return fmt.Errorf("resetting room: %w", err)
 	}
 	r.forEachHandler(func(h *Handler) { h.room.touched.Clear() })
-	r.applyNow()
+	r.applyNow(ctx)
 	return nil
 }
 
-// applyNow makes this process's handlers of the room run a tick at once, so a change
-// shows without waiting for the next period. Other instances follow within a tick.
-func (r *Room) applyNow() {
-	r.forEachHandler(func(h *Handler) { h.room.kick() })
+// applyNow runs an admission step at once, so a change shows in the answer to the
+// call that made it (a raised capacity has admitted waiters by then). Other handlers of
+// the room in this process are kicked; other instances follow within a tick.
+func (r *Room) applyNow(ctx context.Context) {
+	r.h.room.tick(ctx)
+	r.forEachHandler(func(h *Handler) {
+		if h != r.h {
+			h.room.kick()
+		}
+	})
 }
 
 func (r *Room) forEachHandler(fn func(*Handler)) {
