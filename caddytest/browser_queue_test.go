@@ -175,6 +175,8 @@ func TestBrowserSaleScenario(t *testing.T) {
 			if e.Text != "" {
 				announcements = append(announcements, e.Text)
 			}
+		case "shift":
+			t.Logf("layout shift: %s", e.Text)
 		}
 	}
 	if want := []string{"11", "10", "9", "8", "7", "6", "5", "4", "3", "2", "1"}; !slices.Equal(positions, want) {
@@ -185,6 +187,9 @@ func TestBrowserSaleScenario(t *testing.T) {
 		t.Errorf("the live region said %q", announcements)
 	}
 	t.Logf("live region said %q; cumulative layout shift while waiting: %.4f", announcements, shift)
+	if shift != 0 {
+		t.Errorf("the page's layout shifted as its numbers changed (score %.4f; what moved is logged above)", shift)
+	}
 }
 
 // Without JavaScript the page's <meta refresh> (inside <noscript>) keeps reloading

@@ -179,7 +179,8 @@ func (b *tab) newTab() *tab {
 
 // pageEvent is one report from the page: a watched element's text changed
 // (kind "position", "waiting", "eta", "live"), a document loaded ("load", its URL),
-// or the browser reported a CSP violation ("csp").
+// the browser reported a CSP violation ("csp") or a layout shift ("shift": score and
+// what moved).
 type pageEvent struct {
 	Doc  string `json:"doc"` // random per document: a new value means a navigation
 	Kind string `json:"kind"`
@@ -214,7 +215,14 @@ const reporter = `(function () {
   window.__wrShift = 0;
   try {
     new PerformanceObserver(function (list) {
-      list.getEntries().forEach(function (e) { if (!e.hadRecentInput) window.__wrShift += e.value; });
+      list.getEntries().forEach(function (e) {
+        if (e.hadRecentInput) return;
+        window.__wrShift += e.value;
+        report("shift", e.value.toFixed(4) + " " + (e.sources || []).map(function (s) {
+          var n = s.node, r = s.previousRect, c = s.currentRect;
+          return (n ? (n.id || n.className || n.nodeName) : "?") + " " + [r.x, r.y, r.width, r.height] + " -> " + [c.x, c.y, c.width, c.height];
+        }).join("; "));
+      });
     }).observe({type: "layout-shift", buffered: true});
   } catch (e) {}
   document.addEventListener("DOMContentLoaded", function () {
@@ -264,19 +272,23 @@ func (b *tab) do(actions ...chromedp.Action[chromedp.Void]) {
 // page's scripts disabled, too).
 func eval[T any](b *tab, expression string) T {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, liveness)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.EvaluateAsDevTools[T](expression))
+	v, err := tryEval[T](b, expression)
 	if err != nil {
 		b.t.Fatalf("evaluating %s: %v", expression, err)
 	}
 	return v
 }
 
+// tryEval is eval for a page that may be navigating: the error says "not now".
+func tryEval[T any](b *tab, expression string) (T, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, liveness)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.EvaluateAsDevTools[T](expression))
+}
+
 // text is the text content of the element with id, "" when there is none.
-func (b *tab) text(id string) string {
-	b.t.Helper()
-	return eval[string](b, fmt.Sprintf(`(function(){var e=document.getElementById(%q);return e?e.textContent:""})()`, id))
+func (b *tab) text(id string) (string, error) {
+	return tryEval[string](b, fmt.Sprintf(`(function(){var e=document.getElementById(%q);return e?e.textContent:""})()`, id))
 }
 
 // eventually polls cond until it holds, failing after the liveness bound with
@@ -300,8 +312,8 @@ func eventually(t *testing.T, what string, cond func() (bool, string)) {
 func (b *tab) showing(id, want string) {
 	b.t.Helper()
 	eventually(b.t, fmt.Sprintf("#%s to show %q", id, want), func() (bool, string) {
-		got := b.text(id)
-		return got == want, fmt.Sprintf("%q", got)
+		got, err := b.text(id)
+		return err == nil && got == want, fmt.Sprintf("%q (%v)", got, err)
 	})
 }
 
@@ -310,10 +322,12 @@ func (b *tab) showing(id, want string) {
 func (b *tab) landedOn(uri string) {
 	b.t.Helper()
 	eventually(b.t, "the upstream's page at "+uri, func() (bool, string) {
-		loc := eval[string](b, `location.href`)
-		body := eval[string](b, `document.body ? document.body.innerText : ""`)
-		return loc == liveBase+uri && strings.TrimSpace(body) == "upstream GET "+uri,
-			fmt.Sprintf("%s showing %q", loc, body)
+		got, err := tryEval[[]string](b, `[location.href, document.body ? document.body.innerText : ""]`)
+		if err != nil || len(got) != 2 {
+			return false, fmt.Sprintf("%q (%v)", got, err)
+		}
+		return got[0] == liveBase+uri && strings.TrimSpace(got[1]) == "upstream GET "+uri,
+			fmt.Sprintf("%s showing %q", got[0], got[1])
 	})
 }
 
