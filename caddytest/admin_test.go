@@ -3,6 +3,7 @@ package caddytest
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -10,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
 )
@@ -63,18 +63,6 @@ func (v *visitor) visitorID(t *testing.T) string {
 	}
 	t.Fatal("visitor has no room cookie")
 	return ""
-}
-
-// eventually polls cond until it holds (a liveness bound, not a timing assertion).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func TestAdminListAndGet(t *testing.T) {
@@ -269,8 +257,9 @@ func TestMetricsAcrossReload(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		newVisitor(t).place("/") // queued, then silent: abandoned after queue_ttl
 	}
-	eventually(t, "gauges to show 2 active, 3 waiting", func() bool {
-		return metricValue(t, "caddy_waiting_room_active", room) == 2 && metricValue(t, "caddy_waiting_room_waiting", room) == 3
+	eventually(t, "gauges to show 2 active, 3 waiting", func() (bool, string) {
+		a, w := metricValue(t, "caddy_waiting_room_active", room), metricValue(t, "caddy_waiting_room_waiting", room)
+		return a == 2 && w == 3, fmt.Sprintf("active %v, waiting %v", a, w)
 	})
 	if v := metricValue(t, "caddy_waiting_room_capacity", room); v != 2 {
 		t.Fatalf("capacity gauge %v", v)
@@ -278,8 +267,9 @@ func TestMetricsAcrossReload(t *testing.T) {
 	if a, q := metricValue(t, "caddy_waiting_room_admitted_total", room), metricValue(t, "caddy_waiting_room_queued_total", room); a != 2 || q != 3 {
 		t.Fatalf("admitted_total %v, queued_total %v; want 2, 3", a, q)
 	}
-	eventually(t, "three silent waiters counted as abandoned", func() bool {
-		return metricValue(t, "caddy_waiting_room_abandoned_total", room) == 3
+	eventually(t, "three silent waiters counted as abandoned", func() (bool, string) {
+		v := metricValue(t, "caddy_waiting_room_abandoned_total", room)
+		return v == 3, fmt.Sprint(v)
 	})
 
 	// A waiter who is admitted after waiting is observed in wait_seconds.
@@ -298,8 +288,9 @@ func TestMetricsAcrossReload(t *testing.T) {
 
 	// After a reload the same series carry on: registered again, not reset, no panic.
 	startLive(t, room, "capacity 3\n\t\tqueue_ttl 1s")
-	eventually(t, "capacity gauge to follow the reload", func() bool {
-		return metricValue(t, "caddy_waiting_room_capacity", room) == 3
+	eventually(t, "capacity gauge to follow the reload", func() (bool, string) {
+		v := metricValue(t, "caddy_waiting_room_capacity", room)
+		return v == 3, fmt.Sprint(v)
 	})
 	if a := metricValue(t, "caddy_waiting_room_admitted_total", room); a != 3 {
 		t.Fatalf("admitted_total after reload %v, want 3", a)

@@ -1,0 +1,341 @@
+package caddytest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/caddytest"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// The browser tests drive Debian's headless chromium against a real Caddy (the
+// caddytest harness) in front of a Go upstream that records what reached it.
+
+// liveness bounds how long a test waits for something the page must do; it is a
+// bound on a hang, not a timing assertion.
+const liveness = 15 * time.Second
+
+// upstream is the site behind the waiting room. It records every request that
+// reached it, answers "upstream <method> <uri>" as text, ends the session at
+// /checkout with the revoke command, and serves a form at /form (which the
+// browser tests keep outside the room).
+type upstream struct {
+	srv *httptest.Server
+
+	mu   sync.Mutex
+	seen []string // "METHOD /uri"
+}
+
+func newUpstream(t *testing.T) *upstream {
+	u := &upstream{}
+	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		u.mu.Lock()
+		u.seen = append(u.seen, r.Method+" "+r.URL.RequestURI())
+		u.mu.Unlock()
+		switch r.URL.Path {
+		case "/form":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, `<!doctype html><html lang="en"><title>Buy</title>
+<form method="post" action="/order?item=7"><input name="qty" value="2"><button id="buy">Buy</button></form>`)
+			return
+		case "/checkout":
+			w.Header().Set("Waiting-Room-Command", "revoke")
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "upstream %s %s", r.Method, r.URL.RequestURI())
+	}))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+// requests returns what reached the upstream for uri, as "METHOD /uri".
+func (u *upstream) requests(uri string) []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var out []string
+	for _, s := range u.seen {
+		if _, got, _ := strings.Cut(s, " "); got == uri {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// browserSite is a site like liveConfig's, but proxied to a recording upstream,
+// with /form outside the room; global and before go into the global options and
+// the top of the site block (to block WebSocket upgrades, say).
+type browserSite struct {
+	room    string
+	options string // waiting_room sub-directives besides name
+	global  string
+	before  string
+}
+
+func (s browserSite) config(up *upstream) string {
+	return fmt.Sprintf(`{
+	admin localhost:2999
+	http_port %d
+	https_port 9443
+	grace_period 1ns
+	skip_install_trust
+	local_certs
+	%s
+}
+
+http://localhost:%d {
+	%s
+	@room not path /form
+	waiting_room @room {
+		name %s
+		%s
+	}
+	reverse_proxy %s
+}
+`, livePort, s.global, livePort, s.before, s.room, s.options, strings.TrimPrefix(up.srv.URL, "http://"))
+}
+
+func startBrowserSite(t *testing.T, s browserSite) *upstream {
+	t.Helper()
+	up := newUpstream(t)
+	tester := caddytest.NewTester(t)
+	tester.InitServer(s.config(up), "caddyfile")
+	if t.Failed() {
+		t.FailNow()
+	}
+	return up
+}
+
+// chromiumPath finds the browser, or skips the test loudly (fails under CI).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "chromium not found: SKIPPING the real-browser tests of the waiting page " +
+		"(apt-get install chromium, or run .ci/run)"
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Log("!!!!!!!! " + msg)
+	t.Skip(msg)
+	return ""
+}
+
+// tab is one browser tab with the page's reports (see instrument).
+type tab struct {
+	t   *testing.T
+	ctx context.Context
+	log *pageLog
+}
+
+// newBrowser starts a headless chromium with its own profile and returns its
+// first tab, instrumented.
+func newBrowser(t *testing.T) *tab {
+	t.Helper()
+	path := chromiumPath(t)
+	profile := t.TempDir() // removed after the browser has exited (cleanups run last-in first-out)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.NoFirstRun,
+		chromedp.UserDataDir(profile),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil { // starts the browser, without a deadline
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return instrument(t, ctx)
+}
+
+// newTab opens another tab in the same browser context: same cookies, same visitor.
+func (b *tab) newTab() *tab {
+	b.t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	b.t.Cleanup(cancel)
+	return instrument(b.t, ctx)
+}
+
+// pageEvent is one report from the page: a watched element's text changed
+// (kind "position", "waiting", "eta", "live"), a document loaded ("load", its URL),
+// the browser reported a CSP violation ("csp") or a layout shift ("shift": score and
+// what moved).
+type pageEvent struct {
+	Doc  string `json:"doc"` // random per document: a new value means a navigation
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+	got  time.Time
+}
+
+type pageLog struct {
+	mu     sync.Mutex
+	events []pageEvent
+}
+
+func (l *pageLog) add(e pageEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+func (l *pageLog) snapshot() []pageEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.events)
+}
+
+// reporter runs in every document the tab loads, before the page's own scripts,
+// and reports through the exposed Go func wrReport: Go timestamps each report as
+// it arrives, and reports survive the navigation that ends a document.
+const reporter = `(function () {
+  var doc = Math.random().toString(36).slice(2);
+  function report(kind, text) { try { window.wrReport({doc: doc, kind: kind, text: String(text)}); } catch (e) {} }
+  document.addEventListener("securitypolicyviolation", function (e) { report("csp", e.violatedDirective + " " + e.blockedURI); });
+  window.__wrShift = 0;
+  try {
+    new PerformanceObserver(function (list) {
+      list.getEntries().forEach(function (e) {
+        if (e.hadRecentInput) return;
+        window.__wrShift += e.value;
+        report("shift", e.value.toFixed(4) + " " + (e.sources || []).map(function (s) {
+          var n = s.node, r = s.previousRect, c = s.currentRect;
+          return (n ? (n.id || n.className || n.nodeName) : "?") + " " + [r.x, r.y, r.width, r.height] + " -> " + [c.x, c.y, c.width, c.height];
+        }).join("; "));
+      });
+    }).observe({type: "layout-shift", buffered: true});
+  } catch (e) {}
+  document.addEventListener("DOMContentLoaded", function () {
+    report("load", location.href);
+    [["position", "wr-position"], ["waiting", "wr-waiting"], ["eta", "wr-eta"], ["live", "wr-live"]].forEach(function (p) {
+      var el = document.getElementById(p[1]);
+      if (!el) return;
+      report(p[0], el.textContent);
+      new MutationObserver(function () { report(p[0], el.textContent); })
+        .observe(el, {childList: true, characterData: true, subtree: true});
+    });
+  });
+})();`
+
+func instrument(t *testing.T, ctx context.Context) *tab {
+	t.Helper()
+	b := &tab{t: t, ctx: ctx, log: &pageLog{}}
+	err := chromedp.Do(ctx,
+		chromedp.ExposeFunc("wrReport", func(_ context.Context, e pageEvent) (chromedp.Void, error) {
+			e.got = time.Now()
+			b.log.add(e)
+			return chromedp.Void{}, nil
+		}),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument,
+				page.AddScriptToEvaluateOnNewDocumentParams{Source: reporter})
+			return err
+		}),
+	)
+	if err != nil {
+		t.Fatalf("instrumenting the tab: %v", err)
+	}
+	return b
+}
+
+// do runs actions with the liveness bound.
+func (b *tab) do(actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, liveness)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.t.Fatalf("browser: %v", err)
+	}
+}
+
+// eval evaluates expression in the page as DevTools would (it works with the
+// page's scripts disabled, too).
+func eval[T any](b *tab, expression string) T {
+	b.t.Helper()
+	v, err := tryEval[T](b, expression)
+	if err != nil {
+		b.t.Fatalf("evaluating %s: %v", expression, err)
+	}
+	return v
+}
+
+// tryEval is eval for a page that may be navigating: the error says "not now".
+func tryEval[T any](b *tab, expression string) (T, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, liveness)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.EvaluateAsDevTools[T](expression))
+}
+
+// text is the text content of the element with id, "" when there is none.
+func (b *tab) text(id string) (string, error) {
+	return tryEval[string](b, fmt.Sprintf(`(function(){var e=document.getElementById(%q);return e?e.textContent:""})()`, id))
+}
+
+// eventually polls cond until it holds, failing after the liveness bound with
+// what cond last saw.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(liveness)
+	for {
+		ok, seen := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s; last saw %s", liveness, what, seen)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// showing waits until the element with id shows want.
+func (b *tab) showing(id, want string) {
+	b.t.Helper()
+	eventually(b.t, fmt.Sprintf("#%s to show %q", id, want), func() (bool, string) {
+		got, err := b.text(id)
+		return err == nil && got == want, fmt.Sprintf("%q (%v)", got, err)
+	})
+}
+
+// landedOn waits until the tab shows the upstream's answer to a GET of uri, at
+// that URL.
+func (b *tab) landedOn(uri string) {
+	b.t.Helper()
+	eventually(b.t, "the upstream's page at "+uri, func() (bool, string) {
+		got, err := tryEval[[]string](b, `[location.href, document.body ? document.body.innerText : ""]`)
+		if err != nil || len(got) != 2 {
+			return false, fmt.Sprintf("%q (%v)", got, err)
+		}
+		return got[0] == liveBase+uri && strings.TrimSpace(got[1]) == "upstream GET "+uri,
+			fmt.Sprintf("%s showing %q", got[0], got[1])
+	})
+}
+
+// enableNetwork turns on the Network domain (for events and extra headers).
+func (b *tab) enableNetwork() {
+	b.t.Helper()
+	b.do(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, network.Enable, network.EnableParams{})
+		return err
+	}))
+}
