@@ -1,0 +1,485 @@
+package caddytest
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/redis/go-redis/v9"
+)
+
+// A fleet is several real Caddy processes, each on its own loopback port with its own
+// admin endpoint and data dirs, serving the same waiting room(s) from one shared store.
+// Caddy is one per process, so a fleet is the only way to test what a load balancer in
+// front of many instances would see.
+
+// Liveness deadlines: generous bounds on things that should take milliseconds, so a
+// loaded CI machine is slow, not failing. They are never the assertion.
+const (
+	startDeadline = 60 * time.Second
+	eventDeadline = 30 * time.Second
+)
+
+var (
+	binaryOnce sync.Once
+	binaryPath string
+	binaryErr  error
+)
+
+// caddyBinary builds testdata/caddy (Caddy with the plugin) once per test binary. It is
+// not race-instrumented: the race detector watches the in-process tests; these watch
+// what several processes do together.
+func caddyBinary(t testing.TB) string {
+	t.Helper()
+	binaryOnce.Do(func() {
+		// One fixed place per user, replaced by every run: TestMain's temp dirs are not
+		// removed (os.Exit skips its defers), and a fresh dir per run would leave a
+		// 100 MB binary behind each time. Built beside it and renamed into place, so a
+		// caddy still running from an older run keeps its file.
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("waitingroom-caddytest-%d", os.Getuid()))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			binaryErr = err
+			return
+		}
+		binaryPath = filepath.Join(dir, "caddy")
+		building := fmt.Sprintf("%s.%d", binaryPath, os.Getpid())
+		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, err := os.Stat(goTool); err != nil {
+			goTool = "go"
+		}
+		start := time.Now()
+		cmd := exec.Command(goTool, "build", "-o", building, "./testdata/caddy")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			binaryErr = fmt.Errorf("go build ./testdata/caddy: %v\n%s", err, out)
+			return
+		}
+		if err := os.Rename(building, binaryPath); err != nil {
+			binaryErr = err
+			return
+		}
+		t.Logf("built %s in %v", binaryPath, time.Since(start).Round(time.Millisecond))
+	})
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	return binaryPath
+}
+
+// node is one caddy process of a fleet.
+type node struct {
+	name    string
+	base    string // http://127.0.0.1:<port>
+	admin   string // http://localhost:<admin port>
+	logPath string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+}
+
+type fleet struct {
+	t     testing.TB
+	nodes []*node
+}
+
+// siteConfig is one node's Caddyfile: rooms (waiting_room blocks written by the test)
+// in front of a tiny upstream. /healthz is outside every room (readiness probes must
+// not become visitors); a path ending in /done answers with the revoke command, as a
+// shop's checkout would; anything else echoes its path.
+func siteConfig(i, httpPort, httpsPort, adminPort int, rooms string) string {
+	return fmt.Sprintf(`{
+	admin localhost:%d
+	http_port %d
+	https_port %d
+	default_bind 127.0.0.1
+	grace_period 1ns
+	skip_install_trust
+	auto_https off
+	persist_config off
+	log {
+		level WARN
+	}
+}
+
+http://127.0.0.1:%d {
+%s
+	handle /healthz {
+		respond "ok"
+	}
+	@done path */done
+	handle @done {
+		header Waiting-Room-Command revoke
+		respond "done"
+	}
+	respond "upstream {path} node%d"
+}
+`, adminPort, httpPort, httpsPort, httpPort, rooms, i)
+}
+
+// startFleet starts n caddy processes, each with rooms(i) as its waiting_room blocks,
+// and waits until each answers. They are killed when the test ends.
+func startFleet(t testing.TB, n int, rooms func(i int) string) *fleet {
+	t.Helper()
+	bin := caddyBinary(t)
+	f := &fleet{t: t}
+	for i := range n {
+		f.nodes = append(f.nodes, f.start(bin, i, rooms(i)))
+	}
+	for _, nd := range f.nodes {
+		f.waitReady(nd)
+	}
+	return f
+}
+
+func (f *fleet) start(bin string, i int, rooms string) *node {
+	t := f.t
+	t.Helper()
+	dir := t.TempDir()
+	httpPort, httpsPort, adminPort := freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
+	cfg := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(cfg, []byte(siteConfig(i, httpPort, httpsPort, adminPort, rooms)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"data", "config"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nd := &node{
+		name:    fmt.Sprintf("node%d", i),
+		base:    fmt.Sprintf("http://127.0.0.1:%d", httpPort),
+		admin:   fmt.Sprintf("http://localhost:%d", adminPort),
+		logPath: filepath.Join(dir, "caddy.log"),
+		exited:  make(chan struct{}),
+	}
+	logFile, err := os.Create(nd.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nd.cmd = exec.Command(bin, "run", "--config", cfg, "--adapter", "caddyfile")
+	nd.cmd.Env = append(os.Environ(),
+		"XDG_DATA_HOME="+filepath.Join(dir, "data"),
+		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
+		"HOME="+dir,
+	)
+	nd.cmd.Stdout, nd.cmd.Stderr = logFile, logFile
+	if err := nd.cmd.Start(); err != nil {
+		logFile.Close()
+		t.Fatalf("starting %s: %v", nd.name, err)
+	}
+	go func() {
+		_ = nd.cmd.Wait()
+		logFile.Close()
+		close(nd.exited)
+	}()
+	t.Cleanup(func() {
+		if nd.alive() {
+			_ = nd.cmd.Process.Kill()
+		}
+		<-nd.exited
+		if log := nd.log(); strings.Contains(log, "panic") || strings.Contains(log, "fatal error") {
+			t.Errorf("%s logged a panic:\n%s", nd.name, tail(log, 4000))
+		}
+	})
+	return nd
+}
+
+func (f *fleet) waitReady(nd *node) {
+	t := f.t
+	t.Helper()
+	deadline := time.Now().Add(startDeadline)
+	for {
+		if !nd.alive() {
+			t.Fatalf("%s exited at start:\n%s", nd.name, tail(nd.log(), 4000))
+		}
+		resp, err := http.Get(nd.base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not answer /healthz: %v\n%s", nd.name, err, tail(nd.log(), 4000))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (nd *node) alive() bool {
+	select {
+	case <-nd.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (nd *node) log() string {
+	b, _ := os.ReadFile(nd.logPath)
+	return string(b)
+}
+
+// requireUp fails the test unless every node's process runs and answers its health
+// check and its admin endpoint.
+func (f *fleet) requireUp() {
+	f.t.Helper()
+	for _, nd := range f.nodes {
+		if !nd.alive() {
+			f.t.Fatalf("%s is not running:\n%s", nd.name, tail(nd.log(), 4000))
+		}
+		for _, u := range []string{nd.base + "/healthz", nd.admin + "/config/"} {
+			resp, err := http.Get(u)
+			if err != nil {
+				f.t.Fatalf("%s: %s: %v", nd.name, u, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				f.t.Fatalf("%s: %s answered %d", nd.name, u, resp.StatusCode)
+			}
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+func freeTCPPort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// roomBlock is a waiting_room covering paths (a path matcher's arguments), on store
+// (what follows `store`), with extra sub-directives.
+func roomBlock(name, paths string, capacity int, store string, extra ...string) string {
+	return fmt.Sprintf("\t@%s path %s\n\twaiting_room @%s {\n\t\tname %s\n\t\tcapacity %d\n\t\tstore %s\n\t\t%s\n\t}\n",
+		name, paths, name, name, capacity, store, strings.Join(extra, "\n\t\t"))
+}
+
+// fleetTransport is shared by every guest: connections are pooled per instance, cookies
+// are per guest.
+var fleetTransport = &http.Transport{
+	MaxIdleConns:        2000,
+	MaxIdleConnsPerHost: 1000,
+	IdleConnTimeout:     30 * time.Second,
+}
+
+// guest is one person with one browser (one cookie jar) who may be sent to any
+// instance by a load balancer. A cookie jar ignores ports, so the cookie one instance
+// sets goes with the next request to another, as it would behind one host name.
+type guest struct {
+	client *http.Client
+}
+
+func newGuest() *guest {
+	jar, _ := cookiejar.New(nil)
+	return &guest{client: &http.Client{Jar: jar, Transport: fleetTransport, Timeout: eventDeadline}}
+}
+
+func (g *guest) get(base, path, accept string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodGet, base+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// place asks for path as an API client: the queued answer, or admitted when the
+// request reached the upstream.
+func (g *guest) place(base, path string) (q queueAnswer, admitted bool, err error) {
+	code, body, err := g.get(base, path, "application/json")
+	if err != nil {
+		return q, false, err
+	}
+	if strings.HasPrefix(body, "upstream ") || body == "done" {
+		return q, true, nil
+	}
+	if err := json.Unmarshal([]byte(body), &q); err != nil || q.Status != "queued" {
+		return q, false, fmt.Errorf("%s%s: not a queued answer: %d %q", base, path, code, body)
+	}
+	return q, false, nil
+}
+
+// cookie is the guest's cookie of the named room, "" if none.
+func (g *guest) cookie(base, room string) string {
+	u, _ := url.Parse(base + "/")
+	for _, c := range g.client.Jar.Cookies(u) {
+		if c.Name == "waiting_room_"+room {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+// visitorID reads the visitor id out of the room's cookie. The cookie is signed, not
+// encrypted, and its layout is fixed (version, state, 16-byte id, expiry, MAC: see
+// waitingroom/token.go); the tests use the id only to follow a visitor through the
+// store's own record (the admissions it publishes).
+func (g *guest) visitorID(base, room string) (string, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(g.cookie(base, room))
+	if err != nil || len(raw) < 18 {
+		return "", fmt.Errorf("no readable cookie of room %s (%v)", room, err)
+	}
+	return string(raw[2:18]), nil
+}
+
+// socket opens the waiting page's WebSocket at base+path, as the page would: same
+// origin as the instance it talks to, the room's subprotocol, the guest's cookies.
+func (g *guest) socket(ctx context.Context, base, path string) (*websocket.Conn, error) {
+	u, _ := url.Parse(base + path)
+	hdr := http.Header{}
+	for _, c := range g.client.Jar.Cookies(u) {
+		hdr.Add("Cookie", c.Name+"="+c.Value)
+	}
+	hdr.Set("Origin", base)
+	ctx, cancel := context.WithTimeout(ctx, eventDeadline)
+	defer cancel()
+	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+path, &websocket.DialOptions{
+		Subprotocols: []string{"waiting-room.v1"},
+		HTTPHeader:   hdr,
+		HTTPClient:   &http.Client{Transport: fleetTransport},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("websocket to %s: %v (%v)", u, err, resp)
+	}
+	if c.Subprotocol() != "waiting-room.v1" {
+		c.CloseNow()
+		return nil, fmt.Errorf("websocket subprotocol %q", c.Subprotocol())
+	}
+	return c, nil
+}
+
+// readMessage reads the next server message, bounded by the liveness deadline.
+func readMessage(ctx context.Context, c *websocket.Conn) (queueAnswer, error) {
+	ctx, cancel := context.WithTimeout(ctx, eventDeadline)
+	defer cancel()
+	_, data, err := c.Read(ctx)
+	if err != nil {
+		return queueAnswer{}, err
+	}
+	var m queueAnswer
+	if err := json.Unmarshal(data, &m); err != nil {
+		return queueAnswer{}, fmt.Errorf("bad message %q", data)
+	}
+	return m, nil
+}
+
+// awaitAdmitted reads positions until the server says admitted.
+func awaitAdmitted(ctx context.Context, c *websocket.Conn) error {
+	for {
+		m, err := readMessage(ctx, c)
+		if err != nil {
+			return fmt.Errorf("waiting for admitted: %w", err)
+		}
+		if m.Type == "admitted" {
+			return nil
+		}
+		if m.Type != "position" {
+			return fmt.Errorf("unexpected message %+v", m)
+		}
+	}
+}
+
+// roomKey is a key of the room in Redis. The tests read the store directly for
+// room-wide facts no single instance can tell (how many hold a slot right now); the
+// layout is the store's (waitingroom/redisstore/scripts.go).
+func roomKey(room, suffix string) string { return "waiting_room:{" + room + "}:" + suffix }
+
+// admissionLog records, in order, the visitor ids the store announces as admitted from
+// the queue (its Pub/Sub channel: each message is the ids of one admission step, in
+// ticket order; steps run one at a time in Redis). A subscriber on loopback that keeps
+// reading loses nothing, so this is the store's own record of admission order.
+type admissionLog struct {
+	mu  sync.Mutex
+	ids []string
+	ps  *redis.PubSub
+}
+
+func subscribeAdmissions(t testing.TB, rdb redis.UniversalClient, room string) *admissionLog {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), eventDeadline)
+	defer cancel()
+	ps := rdb.Subscribe(ctx, roomKey(room, "admitted"))
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatalf("subscribing to admissions: %v", err)
+	}
+	a := &admissionLog{ps: ps}
+	ch := ps.Channel(redis.WithChannelSize(10000))
+	go func() {
+		for msg := range ch {
+			a.mu.Lock()
+			for p := msg.Payload; len(p) >= 16; p = p[16:] {
+				a.ids = append(a.ids, p[:16])
+			}
+			a.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { ps.Close() })
+	return a
+}
+
+func (a *admissionLog) snapshot() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.ids...)
+}
+
+// waitFor polls cond until it holds or the liveness deadline passes.
+func waitFor(t testing.TB, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > eventDeadline {
+			t.Fatalf("gave up waiting for %s after %v", what, eventDeadline)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func newRedisClient(t testing.TB, addrs ...string) redis.UniversalClient {
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, PoolSize: 20})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+func shortID(id string) string { return hex.EncodeToString([]byte(id))[:8] }
+
+// isUnavailable reports whether a JSON answer is the room's "temporarily unavailable".
+func isUnavailable(body string) bool {
+	var v struct{ Status string }
+	return json.Unmarshal([]byte(body), &v) == nil && v.Status == "unavailable"
+}
