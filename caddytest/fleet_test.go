@@ -48,11 +48,9 @@ var (
 func caddyBinary(t testing.TB) string {
 	t.Helper()
 	binaryOnce.Do(func() {
-		// One fixed place per user, replaced by every run: TestMain's temp dirs are not
-		// removed (os.Exit skips its defers), and a fresh dir per run would leave a
-		// 100 MB binary behind each time. Built beside it and renamed into place, so a
-		// caddy still running from an older run keeps its file.
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("waitingroom-caddytest-%d", os.Getuid()))
+		// Inside the temporary data dir that TestMain removes at the end: one binary per
+		// test run, never one that another checkout's run built.
+		dir := filepath.Join(os.Getenv("XDG_DATA_HOME"), "bin")
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			binaryErr = err
 			return

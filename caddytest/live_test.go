@@ -26,7 +26,12 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	// Caddy writes its data and autosaved config under these; keep them out of $HOME.
+	os.Exit(runWithTempDirs(m))
+}
+
+// runWithTempDirs runs the tests with Caddy's data and autosaved config kept out of
+// $HOME, and removes them afterwards (os.Exit would skip a deferred cleanup).
+func runWithTempDirs(m *testing.M) int {
 	for _, v := range []string{"XDG_DATA_HOME", "XDG_CONFIG_HOME"} {
 		dir, err := os.MkdirTemp("", "waitingroom-caddytest-")
 		if err != nil {
@@ -35,7 +40,7 @@ func TestMain(m *testing.M) {
 		defer os.RemoveAll(dir)
 		os.Setenv(v, dir)
 	}
-	os.Exit(m.Run())
+	return m.Run()
 }
 
 var roomSeq atomic.Int64

@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sync"
@@ -20,6 +21,10 @@ const (
 	touchEvery = 5 * time.Second
 	// storeErrorLogEvery rate-limits outage logs to one line per period per room.
 	storeErrorLogEvery = 10 * time.Second
+	// secretCheckEvery is how often a generated secret is offered to the store again:
+	// every tick, so that a store which forgot it (Redis restarted empty) has it back
+	// before a newly started instance can plant another. One SET NX per tick.
+	secretCheckEvery = stepEvery
 )
 
 // room is the running side of one Handler: the admission loop, the cached counters, the
@@ -47,6 +52,11 @@ type room struct {
 
 	lastErrLog atomic.Int64
 	errCount   atomic.Int64
+
+	// agreed is the generated secret agreed through the store (nil when the secret is
+	// configured), last confirmed at agreedAt. Only the room loop touches them.
+	agreed   []byte
+	agreedAt time.Time
 }
 
 func newRoom(h *Handler, secrets [][]byte, m *roomMetrics) *room {
@@ -115,13 +125,9 @@ func (rm *room) run(ctx context.Context) {
 // tick runs one admission step and refreshes the counters the pages show and the
 // runtime settings (so an admin change made on any instance applies here within a tick).
 func (rm *room) tick(ctx context.Context) {
-	if rm.keys.Load() == nil {
-		secret, err := rm.store.Secret(ctx, newSecret())
-		if err != nil {
-			rm.storeError("agreeing on a secret", err)
-			return
-		}
-		rm.keys.Store(newKeyring(rm.h.Name, [][]byte{secret}))
+	if err := rm.agreeSecret(ctx); err != nil {
+		rm.storeError("agreeing on a secret", err)
+		return
 	}
 	if err := rm.loadOverrides(ctx); err != nil {
 		rm.storeError("reading runtime settings", err)
@@ -145,6 +151,39 @@ func (rm *room) tick(ctx context.Context) {
 	rm.metrics.active.Set(float64(st.Active))
 	rm.metrics.waiting.Set(float64(st.Waiting))
 	rm.metrics.capacity.Set(float64(rm.h.capacity()))
+}
+
+// agreeSecret makes sure the room has a signing secret. A configured secret is set
+// once at start. A generated one is agreed through the store (first offer wins), and
+// offered again every secretCheckEvery: a store that lost it (Redis restarted empty)
+// gets ours back before some other instance can plant a new one. Should another secret
+// have won meanwhile, the room signs with that one and still accepts its own.
+func (rm *room) agreeSecret(ctx context.Context) error {
+	keys := rm.keys.Load()
+	if keys != nil && (rm.agreed == nil || time.Since(rm.agreedAt) < secretCheckEvery) {
+		return nil
+	}
+	offer := rm.agreed
+	if offer == nil {
+		offer = newSecret()
+	}
+	secret, err := rm.store.Secret(ctx, offer)
+	if err != nil {
+		return err
+	}
+	rm.agreedAt = time.Now()
+	if keys != nil && bytes.Equal(secret, rm.agreed) {
+		return nil
+	}
+	secrets := [][]byte{secret}
+	if rm.agreed != nil {
+		secrets = append(secrets, rm.agreed)
+		rm.logger.Warn("the room's generated secret changed in the store; accepting the old one too",
+			zap.String("room", rm.h.Name))
+	}
+	rm.agreed = secret
+	rm.keys.Store(newKeyring(rm.h.Name, secrets))
+	return nil
 }
 
 // loadOverrides reads the runtime settings document from the store. A document this
