@@ -19,7 +19,7 @@ var files embed.FS
 // PageData is what a waiting page template is rendered with.
 type PageData struct {
 	Room           string            // room name
-	Lang           string            // chosen language tag, "en" or "ko"
+	Lang           string            // chosen language tag, one of Languages()
 	State          string            // "queued" (normal) or "unavailable" (the store is down and the room fails closed)
 	Position       int               // 1-based place in line (queued)
 	Waiting        int               // people waiting in total

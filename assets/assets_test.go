@@ -35,6 +35,11 @@ func TestDefaultTemplateRenders(t *testing.T) {
 	}{
 		{"en", []string{`<html lang="en"`, "1,234", "56,789", "about 4 minutes", "You are number", "Leave the queue", "keep this tab open"}},
 		{"ko", []string{`<html lang="ko"`, "1,234", "56,789", "약 4분", "대기열 나가기"}},
+		{"ja", []string{`<html lang="ja"`, "1,234", "56,789", "約4分", "順番待ちをやめる"}},
+		{"zh", []string{`<html lang="zh"`, "1,234", "56,789", "约4分钟", "退出排队"}},
+		{"es", []string{`<html lang="es"`, "1.234", "56.789", "unos 4 minutos", "Salir de la fila"}},
+		{"de", []string{`<html lang="de"`, "1.234", "56.789", "etwa 4 Minuten", "Warteschlange verlassen"}},
+		{"fr", []string{`<html lang="fr"`, "1" + nnbsp + "234", "56" + nnbsp + "789", "environ 4" + nbsp + "minutes", "Quitter la file d’attente"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.lang, func(t *testing.T) {
@@ -165,39 +170,73 @@ func TestNewTemplate(t *testing.T) {
 	}
 }
 
+// nnbsp and nbsp are the spaces French typography puts inside "1 234" and
+// between a number and its unit, so neither is ever split across lines.
+const nnbsp, nbsp = "\u202f", "\u00a0"
+
 func TestETA(t *testing.T) {
 	eta := Funcs()["eta"].(func(map[string]string, int) string)
-	tests := []struct {
-		seconds int
-		en, ko  string
-	}{
-		{-5, "less than a minute", "1분 미만"},
-		{0, "less than a minute", "1분 미만"},
-		{30, "less than a minute", "1분 미만"},
-		{59, "less than a minute", "1분 미만"},
-		{61, "about 1 minute", "약 1분"},
-		{4 * 60, "about 4 minutes", "약 4분"},
-		{23 * 60, "about 25 minutes", "약 25분"},
-		{2 * 3600, "about 2 hours", "약 2시간"},
-		{1000 * 3600, "about 1,000 hours", "약 1,000시간"},
+	seconds := []int{-5, 0, 59, 61, 4 * 60, 23 * 60, 2 * 3600, 1000 * 3600}
+	tests := map[string][]string{
+		"en": {"less than a minute", "less than a minute", "less than a minute", "about 1 minute", "about 4 minutes", "about 25 minutes", "about 2 hours", "about 1,000 hours"},
+		"ko": {"1분 미만", "1분 미만", "1분 미만", "약 1분", "약 4분", "약 25분", "약 2시간", "약 1,000시간"},
+		"ja": {"1分未満", "1分未満", "1分未満", "約1分", "約4分", "約25分", "約2時間", "約1,000時間"},
+		"zh": {"不到1分钟", "不到1分钟", "不到1分钟", "约1分钟", "约4分钟", "约25分钟", "约2小时", "约1,000小时"},
+		"es": {"menos de un minuto", "menos de un minuto", "menos de un minuto", "alrededor de un minuto", "unos 4 minutos", "unos 25 minutos", "unas 2 horas", "unas 1.000 horas"},
+		"de": {"weniger als eine Minute", "weniger als eine Minute", "weniger als eine Minute", "etwa eine Minute", "etwa 4 Minuten", "etwa 25 Minuten", "etwa 2 Stunden", "etwa 1.000 Stunden"},
+		"fr": {"moins d’une minute", "moins d’une minute", "moins d’une minute", "environ une minute", "environ 4" + nbsp + "minutes", "environ 25" + nbsp + "minutes", "environ 2" + nbsp + "heures", "environ 1" + nnbsp + "000" + nbsp + "heures"},
 	}
-	en, ko := Messages("en"), Messages("ko")
-	for _, tt := range tests {
-		if got := eta(en, tt.seconds); got != tt.en {
-			t.Errorf("eta(en, %d) = %q, want %q", tt.seconds, got, tt.en)
+	for _, lang := range Languages() {
+		want, ok := tests[lang]
+		if !ok {
+			t.Errorf("no ETA cases for %s", lang)
+			continue
 		}
-		if got := eta(ko, tt.seconds); got != tt.ko {
-			t.Errorf("eta(ko, %d) = %q, want %q", tt.seconds, got, tt.ko)
+		msgs := Messages(lang)
+		for i, s := range seconds {
+			if got := eta(msgs, s); got != want[i] {
+				t.Errorf("eta(%s, %d) = %q, want %q", lang, s, got, want[i])
+			}
+		}
+	}
+}
+
+// The plural forms ("about {n} minutes", "about {n} hours") are only right
+// for n >= 2 in English, German, Spanish and French, and there is no singular
+// for hours. The rounding must never hand them a 1, or a visitor reads "about
+// 1 hours". (In Japanese, Chinese and Korean both forms read the same.)
+func TestETANeverPluralOfOne(t *testing.T) {
+	eta := Funcs()["eta"].(func(map[string]string, int) string)
+	for _, lang := range Languages() {
+		msgs := Messages(lang)
+		bad := map[string]bool{fill(msgs["eta_minutes_other"], 1, msgs): true, fill(msgs["eta_hours_other"], 1, msgs): true}
+		delete(bad, msgs["eta_minutes_one"])
+		for s := 0; s <= 48*3600; s += 15 {
+			if got := eta(msgs, s); bad[got] {
+				t.Fatalf("eta(%s, %d) = %q", lang, s, got)
+			}
 		}
 	}
 }
 
 func TestNumber(t *testing.T) {
 	number := Funcs()["number"].(func(map[string]string, int) string)
-	en := Messages("en")
-	for n, want := range map[int]string{0: "0", 7: "7", 999: "999", 1000: "1,000", 123456: "123,456", 1234567: "1,234,567", -1234: "-1,234"} {
-		if got := number(en, n); got != want {
-			t.Errorf("number(%d) = %q, want %q", n, got, want)
+	numbers := []int{0, 7, 999, 1000, 1234, 56789, 123456, 1234567, -1234}
+	comma := []string{"0", "7", "999", "1,000", "1,234", "56,789", "123,456", "1,234,567", "-1,234"}
+	dot := []string{"0", "7", "999", "1.000", "1.234", "56.789", "123.456", "1.234.567", "-1.234"}
+	space := []string{"0", "7", "999", "1" + nnbsp + "000", "1" + nnbsp + "234", "56" + nnbsp + "789", "123" + nnbsp + "456", "1" + nnbsp + "234" + nnbsp + "567", "-1" + nnbsp + "234"}
+	tests := map[string][]string{"en": comma, "ko": comma, "ja": comma, "zh": comma, "es": dot, "de": dot, "fr": space}
+	for _, lang := range Languages() {
+		want, ok := tests[lang]
+		if !ok {
+			t.Errorf("no number cases for %s", lang)
+			continue
+		}
+		msgs := Messages(lang)
+		for i, n := range numbers {
+			if got := number(msgs, n); got != want[i] {
+				t.Errorf("number(%s, %d) = %q, want %q", lang, n, got, want[i])
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,6 +51,14 @@ func Languages() []string {
 	return append([]string(nil), languages...)
 }
 
+// Supported reports whether tag names a built-in language exactly as Languages
+// lists it ("zh", not "zh-CN" or "ZH"), which is what a configured language
+// must be: Messages would quietly fall back to English for anything else.
+func Supported(tag string) bool {
+	_, ok := slices.BinarySearch(languages, tag)
+	return ok
+}
+
 // Messages returns the page texts for lang; an unknown lang gets English, and a
 // key a translation lacks falls back to its English text. The map is the
 // caller's own copy.
@@ -76,6 +85,10 @@ const maxAcceptLanguage = 1024
 // a regional tag matches its language ("ko-KR" -> "ko"), "*" matches any
 // language not named, and ties go to the range listed first. Anything it
 // cannot read counts as no preference, which means English.
+//
+// The one Chinese is Simplified ("zh"). It also answers zh-TW and zh-Hant:
+// a reader of Traditional characters reads it far more easily than the
+// English fallback. A zh-hant.json would need those ranges sent its way.
 func Negotiate(acceptLanguage string) string {
 	return negotiate(acceptLanguage, languages)
 }

@@ -7,8 +7,24 @@ import (
 )
 
 func TestLanguages(t *testing.T) {
-	if got := Languages(); !slices.Equal(got, []string{"en", "ko"}) {
-		t.Errorf("Languages() = %v, want [en ko]", got)
+	want := []string{"de", "en", "es", "fr", "ja", "ko", "zh"}
+	if got := Languages(); !slices.Equal(got, want) {
+		t.Errorf("Languages() = %v, want %v", got, want)
+	}
+}
+
+// A configured language must be one Messages really has, spelt as Languages
+// spells it.
+func TestSupported(t *testing.T) {
+	for _, lang := range Languages() {
+		if !Supported(lang) {
+			t.Errorf("Supported(%q) = false", lang)
+		}
+	}
+	for _, tag := range []string{"", "xx", "zh-CN", "ZH", "de-AT", "en ", "*"} {
+		if Supported(tag) {
+			t.Errorf("Supported(%q) = true", tag)
+		}
 	}
 }
 
@@ -45,6 +61,11 @@ func TestMessages(t *testing.T) {
 	tests := []struct{ lang, key, want string }{
 		{"en", "leave", "Leave the queue"},
 		{"ko", "leave", "대기열 나가기"},
+		{"ja", "leave", "順番待ちをやめる"},
+		{"zh", "leave", "退出排队"},
+		{"es", "leave", "Salir de la fila"},
+		{"de", "leave", "Warteschlange verlassen"},
+		{"fr", "leave", "Quitter la file d’attente"},
 		{"xx", "leave", "Leave the queue"},
 		{"", "leave", "Leave the queue"},
 	}
@@ -69,8 +90,9 @@ func TestNegotiate(t *testing.T) {
 		{"ko-KR,ko;q=0.9,en-US;q=0.8,en;q=0.7", "ko"},
 		{"en-US,en;q=0.9,ko;q=0.8", "en"},
 		{"en;q=0.5, ko;q=0.8", "ko"},
-		{"fr-FR, fr;q=0.9, ko;q=0.3", "ko"},
-		{"fr", "en"},
+		{"fr-FR, fr;q=0.9, ko;q=0.3", "fr"},
+		{"pt-BR, pt;q=0.9, ko;q=0.3", "ko"},
+		{"pt", "en"},
 		{"*", "en"},
 		{"ko, *;q=0.1", "ko"},
 		{"*;q=0.5, ko;q=0", "en"},
@@ -82,6 +104,28 @@ func TestNegotiate(t *testing.T) {
 		{"ko ; q = 0.9 , en ; q = 0.8", "ko"},
 		{"en;q=0.8, ko;q=0.8", "en"},
 		{"ko;q=0.8, en;q=0.8", "ko"},
+		{"ja", "ja"},
+		{"ja-JP,ja;q=0.9,en-US;q=0.8", "ja"},
+		{"zh-CN", "zh"},
+		{"zh-CN,zh;q=0.9,en;q=0.8", "zh"},
+		{"zh-Hans", "zh"},
+		{"zh-Hans-CN", "zh"},
+		{"zh-SG", "zh"},
+		{"zh-TW", "zh"}, // Simplified over English until there is a Traditional page
+		{"zh-Hant-HK, en;q=0.5", "zh"},
+		{"es", "es"},
+		{"es-ES,es;q=0.9", "es"},
+		{"es-419", "es"},
+		{"es-MX,en;q=0.5", "es"},
+		{"de", "de"},
+		{"de-DE,de;q=0.9,en;q=0.8", "de"},
+		{"de-AT", "de"},
+		{"de-CH, fr-CH;q=0.9", "de"},
+		{"fr", "fr"},
+		{"fr-CA", "fr"},
+		{"fr-CA,fr;q=0.9,en-CA;q=0.8,en;q=0.7", "fr"},
+		{"nl-BE, fr-BE;q=0.8, en;q=0.5", "fr"},
+		{"en-GB, de;q=0.9", "en"},
 		{",,,;;;===", "en"},
 		{"\x00\xff\xfe;q=\x00", "en"},
 		{"ko-", "ko"},
