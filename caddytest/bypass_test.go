@@ -11,10 +11,10 @@ import (
 	"github.com/caddyserver/caddy/v2/caddytest"
 )
 
-// siteConfig is liveConfig's global options with a site of the test's own making, and
+// liveSiteConfig is liveConfig's global options with a site of the test's own making, and
 // 127.0.0.1 trusted as a load balancer: the test plays the balancer and says who the
 // client is in X-Forwarded-For, which is how most sites in front of a sale see visitors.
-func siteConfig(site string) string {
+func liveSiteConfig(site string) string {
 	return fmt.Sprintf(`{
 	admin localhost:2999
 	http_port %d
@@ -35,7 +35,7 @@ http://localhost:%d {
 
 func startSite(t *testing.T, site string) {
 	t.Helper()
-	caddytest.NewTester(t).InitServer(siteConfig(site), "caddyfile")
+	caddytest.NewTester(t).InitServer(liveSiteConfig(site), "caddyfile")
 	if t.Failed() {
 		t.FailNow()
 	}
