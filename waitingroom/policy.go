@@ -2,6 +2,7 @@ package waitingroom
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -47,6 +48,20 @@ type Rate struct {
 	Count int `json:"count"`
 	// Per is the window, such as "1m".
 	Per caddy.Duration `json:"per,omitempty"`
+}
+
+// MarshalJSON writes the window as a duration string ("1m0s"), which reads back
+// (caddy.Duration accepts it) and reads better than nanoseconds in adapted configs and
+// the admin API.
+func (r Rate) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Count int    `json:"count"`
+		Per   string `json:"per,omitempty"`
+	}{Count: r.Count}
+	if r.Per > 0 {
+		out.Per = time.Duration(r.Per).String()
+	}
+	return json.Marshal(out)
 }
 
 func (r *Rate) limits() bool { return r != nil && r.Count > 0 && r.Per > 0 }
