@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -45,7 +46,8 @@ func (a *Admin) Routes() []caddy.AdminRoute {
 // maxBody bounds request bodies; the largest valid one is a few dozen bytes.
 const maxBody = 64 << 10
 
-// serve routes /waiting_room/[<name>[/admit|/reset|/visitors/<id>]] and the dashboard.
+// serve routes /waiting_room/[<name>[/admit|/reset|/preview|/visitors/<id>]] and the
+// dashboard.
 func (a *Admin) serve(w http.ResponseWriter, r *http.Request) error {
 	rest := strings.Trim(strings.TrimPrefix(r.URL.Path, "/waiting_room"), "/")
 	parts := strings.Split(rest, "/")
@@ -66,6 +68,8 @@ func (a *Admin) serve(w http.ResponseWriter, r *http.Request) error {
 		return a.admit(w, r, room)
 	case len(parts) == 2 && parts[1] == "reset":
 		return a.reset(w, r, room)
+	case len(parts) == 2 && parts[1] == "preview":
+		return a.preview(w, r, room)
 	case len(parts) == 3 && parts[1] == "visitors":
 		return a.removeVisitor(w, r, room, parts[2])
 	}
@@ -137,6 +141,39 @@ func (a *Admin) reset(w http.ResponseWriter, r *http.Request, room *waitingroom.
 		return storeError(err)
 	}
 	return writeJSON(w, map[string]bool{"reset": true})
+}
+
+// preview renders the room's waiting page with sample values:
+// GET /waiting_room/<name>/preview?state=queued|prequeue|rejected|unavailable&position=12&lang=ko
+func (a *Admin) preview(w http.ResponseWriter, r *http.Request, room *waitingroom.Room) error {
+	if err := allow(r, http.MethodGet); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	state := q.Get("state")
+	if state == "" {
+		state = "queued"
+	}
+	position := 12
+	if s := q.Get("position"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return apiError(http.StatusBadRequest, fmt.Errorf("position must be a whole number, got %q", s))
+		}
+		position = n
+	}
+	lang := q.Get("lang")
+	if lang == "" {
+		lang = r.Header.Get("Accept-Language")
+	}
+	page, nonce, err := room.Preview(state, position, lang)
+	if err != nil {
+		return storeError(err)
+	}
+	waitingroom.PageHeaders(w.Header(), nonce)
+	w.Header().Set("Cache-Control", "no-store")
+	_, err = w.Write(page)
+	return err
 }
 
 func (a *Admin) removeVisitor(w http.ResponseWriter, r *http.Request, room *waitingroom.Room, rawID string) error {

@@ -18,19 +18,22 @@ var files embed.FS
 
 // PageData is what a waiting page template is rendered with.
 type PageData struct {
-	Room           string            // room name
-	Lang           string            // chosen language tag, one of Languages()
-	State          string            // "queued" (normal) or "unavailable" (the store is down and the room fails closed)
-	Position       int               // 1-based place in line (queued)
-	Waiting        int               // people waiting in total
-	Active         int               // visitors currently admitted
-	Capacity       int               // visitors admitted at once
-	ETASeconds     int               // estimated wait, valid only when ETAKnown
-	ETAKnown       bool              // false until there is data: show "estimating…"
-	Progress       int               // 0..100 for the progress bar
-	RefreshSeconds int               // polling period and <meta refresh> period
-	Nonce          string            // CSP nonce for the inline <script> and <style>
-	T              map[string]string // translated strings for Lang (from Messages)
+	Room            string            // room name
+	Lang            string            // chosen language tag, one of Languages()
+	State           string            // "queued" (normal), "prequeue" (queued before a scheduled event starts), "rejected" (reject mode: sold out, come back later) or "unavailable" (the store is down and the room fails closed)
+	Mode            string            // the room's mode now: fifo, random, passthrough, reject, queue_all
+	StartsInSeconds int               // "prequeue": seconds until the event starts
+	Lottery         bool              // "prequeue": the order is drawn at random at the start, so arriving early gives no advantage
+	Position        int               // 1-based place in line (queued)
+	Waiting         int               // people waiting in total
+	Active          int               // visitors currently admitted
+	Capacity        int               // visitors admitted at once
+	ETASeconds      int               // estimated wait, valid only when ETAKnown
+	ETAKnown        bool              // false until there is data: show "estimating…"
+	Progress        int               // 0..100 for the progress bar
+	RefreshSeconds  int               // polling period and <meta refresh> period
+	Nonce           string            // CSP nonce for the inline <script> and <style>
+	T               map[string]string // translated strings for Lang (from Messages)
 }
 
 // defaultTemplate is parsed at init so a broken embedded page stops the
@@ -172,7 +175,7 @@ func clientState(page any) (map[string]any, error) {
 	for _, k := range clientKeys {
 		t[k] = p.T[k]
 	}
-	return map[string]any{
+	state := map[string]any{
 		"room":            p.Room,
 		"status":          p.State,
 		"position":        p.Position,
@@ -182,5 +185,9 @@ func clientState(page any) (map[string]any, error) {
 		"eta_seconds":     eta,
 		"refresh_seconds": max(p.RefreshSeconds, 1),
 		"t":               t,
-	}, nil
+	}
+	if p.State == "prequeue" {
+		state["starts_in_seconds"] = p.StartsInSeconds
+	}
+	return state, nil
 }

@@ -1,8 +1,10 @@
 package waitingroom
 
 import (
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -30,6 +32,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	waiting_room [<matcher>] {
 //		name        <name>
 //		capacity    <n>
+//		rate        <n> <duration>
+//		mode        fifo|random|passthrough|reject|queue_all|suspended
 //		session_ttl <duration>
 //		queue_ttl   <duration>
 //		status_code <code>
@@ -45,7 +49,16 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			http_only [on|off]
 //		}
 //		store memory | <module> ...
+//		event <start> <end> {
+//			prequeue <duration>
+//			shuffle
+//			capacity <n>
+//			rate     <n> <duration>
+//			mode     <mode>
+//		}
 //	}
+//
+// event may appear several times; start and end are RFC 3339 times.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
 	missingName := d.Err("waiting_room needs a name (add `name <name>` to the block)")
@@ -59,13 +72,21 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		if seen[sub] {
 			return d.Errf("duplicate subdirective %q", sub)
 		}
-		seen[sub] = true
+		if sub != "event" {
+			seen[sub] = true
+		}
 		var err error
 		switch sub {
 		case "name":
 			h.Name, err = oneArg(d)
 		case "capacity":
 			h.Capacity, err = positiveInt(d, "capacity")
+		case "rate":
+			h.Rate, err = parseRate(d)
+		case "mode":
+			h.Mode, err = parseMode(d)
+		case "event":
+			err = h.parseEvent(d)
 		case "session_ttl":
 			h.SessionTTL, err = duration(d)
 		case "queue_ttl":
@@ -115,6 +136,84 @@ func (h *Handler) parseStore(d *caddyfile.Dispenser) error {
 		return err
 	}
 	h.StoreRaw = caddyconfig.JSONModuleObject(unm, "type", name, nil)
+	return nil
+}
+
+func parseRate(d *caddyfile.Dispenser) (*Rate, error) {
+	args := d.RemainingArgs()
+	if len(args) != 2 {
+		return nil, d.ArgErr()
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n <= 0 {
+		return nil, d.Errf("rate count must be a whole number greater than 0, got %q", args[0])
+	}
+	per, err := caddy.ParseDuration(args[1])
+	if err != nil || per <= 0 {
+		return nil, d.Errf("bad rate window %q: want a positive duration such as 1s or 1m", args[1])
+	}
+	return &Rate{Count: n, Per: caddy.Duration(per)}, nil
+}
+
+func parseMode(d *caddyfile.Dispenser) (string, error) {
+	m, err := oneArg(d)
+	if err != nil {
+		return "", err
+	}
+	if err := checkMode(m); err != nil {
+		return "", d.Err(err.Error())
+	}
+	return m, nil
+}
+
+// parseEvent reads `event <start> <end> { ... }` and checks it against the events
+// before it, so a bad or overlapping event is reported with its line.
+func (h *Handler) parseEvent(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) != 2 {
+		return d.Errf("event needs a start and an end (RFC 3339 times such as 2030-11-28T09:00:00Z)")
+	}
+	var ev Event
+	for i, t := range []*time.Time{&ev.Start, &ev.End} {
+		v, err := time.Parse(time.RFC3339, args[i])
+		if err != nil {
+			return d.Errf("bad event time %q: want RFC 3339 such as 2030-11-28T09:00:00Z or 2030-11-28T18:00:00+09:00", args[i])
+		}
+		*t = v
+	}
+	seen := map[string]bool{}
+	for d.NextBlock(1) {
+		sub := d.Val()
+		if seen[sub] {
+			return d.Errf("duplicate event option %q", sub)
+		}
+		seen[sub] = true
+		var err error
+		switch sub {
+		case "prequeue":
+			ev.Prequeue, err = duration(d)
+		case "shuffle":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			ev.Shuffle = true
+		case "capacity":
+			ev.Capacity, err = positiveInt(d, "event capacity")
+		case "rate":
+			ev.Rate, err = parseRate(d)
+		case "mode":
+			ev.Mode, err = parseMode(d)
+		default:
+			return d.Errf("unrecognized event option %q", sub)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	h.Events = append(h.Events, ev)
+	if err := checkEvents(h.Events); err != nil {
+		return d.Err(err.Error())
+	}
 	return nil
 }
 
@@ -212,8 +311,8 @@ func statusCode(d *caddyfile.Dispenser) (int, error) {
 		return 0, err
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 200 || n > 599 {
-		return 0, d.Errf("status_code must be an HTTP status between 200 and 599, got %q", s)
+	if err != nil || !slices.Contains(statusCodes, n) {
+		return 0, d.Errf("status_code must be one of 200, 202, 429 or 503, got %q", s)
 	}
 	return n, nil
 }

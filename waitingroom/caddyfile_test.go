@@ -157,13 +157,49 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 			want: Handler{Name: "a", Capacity: 7, Fail: "open", StoreRaw: json.RawMessage(`{"type":"memory"}`)},
 		},
 		{
-			name: "status code bounds",
+			name: "status code 429",
 			input: `waiting_room {
 				name a
 				capacity 1
-				status_code 599
+				status_code 429
 			}`,
-			want: Handler{Name: "a", Capacity: 1, StatusCode: 599},
+			want: Handler{Name: "a", Capacity: 1, StatusCode: 429},
+		},
+		{
+			name: "rate and mode",
+			input: `waiting_room {
+				name a
+				capacity 100
+				rate 10 1s
+				mode random
+			}`,
+			want: Handler{Name: "a", Capacity: 100, Rate: &Rate{Count: 10, Per: caddy.Duration(time.Second)}, Mode: "random"},
+		},
+		{
+			name: "two events",
+			input: `waiting_room {
+				name a
+				capacity 100
+				event 2030-11-28T09:00:00Z 2030-11-28T12:00:00Z {
+					prequeue 30m
+					shuffle
+					capacity 500
+					rate 50 1s
+					mode fifo
+				}
+				event 2030-11-29T09:00:00+09:00 2030-11-29T10:00:00+09:00
+			}`,
+			want: Handler{Name: "a", Capacity: 100, Events: []Event{
+				{
+					Start: time.Date(2030, 11, 28, 9, 0, 0, 0, time.UTC), End: time.Date(2030, 11, 28, 12, 0, 0, 0, time.UTC),
+					Prequeue: caddy.Duration(30 * time.Minute), Shuffle: true, Capacity: 500,
+					Rate: &Rate{Count: 50, Per: caddy.Duration(time.Second)}, Mode: "fifo",
+				},
+				{
+					Start: time.Date(2030, 11, 29, 9, 0, 0, 0, time.FixedZone("", 9*3600)),
+					End:   time.Date(2030, 11, 29, 10, 0, 0, 0, time.FixedZone("", 9*3600)),
+				},
+			}},
 		},
 		{
 			name: "durations in Caddy's units",
@@ -332,20 +368,87 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{
 			name:    "status_code 99",
 			input:   "waiting_room {\n name a\n capacity 1\n status_code 99\n}",
-			wantErr: `status_code must be an HTTP status between 200 and 599, got "99"`,
+			wantErr: `status_code must be one of 200, 202, 429 or 503, got "99"`,
 			line:    4,
 		},
 		{
 			name:    "status_code 600",
 			input:   "waiting_room {\n name a\n capacity 1\n status_code 600\n}",
-			wantErr: `status_code must be an HTTP status between 200 and 599, got "600"`,
+			wantErr: `status_code must be one of 200, 202, 429 or 503, got "600"`,
 			line:    4,
 		},
 		{
 			name:    "status_code abc",
 			input:   "waiting_room {\n name a\n capacity 1\n status_code abc\n}",
-			wantErr: `status_code must be an HTTP status between 200 and 599, got "abc"`,
+			wantErr: `status_code must be one of 200, 202, 429 or 503, got "abc"`,
 			line:    4,
+		},
+		{
+			name:    "status_code 500 (not a waiting answer)",
+			input:   "waiting_room {\n name a\n capacity 1\n status_code 500\n}",
+			wantErr: `status_code must be one of 200, 202, 429 or 503, got "500"`,
+			line:    4,
+		},
+		{
+			name:    "rate without a window",
+			input:   "waiting_room {\n name a\n capacity 1\n rate 10\n}",
+			wantErr: "wrong argument count",
+			line:    4,
+		},
+		{
+			name:    "rate 0",
+			input:   "waiting_room {\n name a\n capacity 1\n rate 0 1s\n}",
+			wantErr: `rate count must be a whole number greater than 0, got "0"`,
+			line:    4,
+		},
+		{
+			name:    "rate bad window",
+			input:   "waiting_room {\n name a\n capacity 1\n rate 5 soon\n}",
+			wantErr: `bad rate window "soon"`,
+			line:    4,
+		},
+		{
+			name:    "unknown mode",
+			input:   "waiting_room {\n name a\n capacity 1\n mode lifo\n}",
+			wantErr: `mode must be one of fifo, random, passthrough, reject, queue_all, suspended, got "lifo"`,
+			line:    4,
+		},
+		{
+			name:    "event time not RFC 3339",
+			input:   "waiting_room {\n name a\n capacity 1\n event 2030-11-28 2030-11-29\n}",
+			wantErr: `bad event time "2030-11-28"`,
+			line:    4,
+		},
+		{
+			name:    "event ends before it starts",
+			input:   "waiting_room {\n name a\n capacity 1\n event 2030-11-28T10:00:00Z 2030-11-28T09:00:00Z\n}",
+			wantErr: "is not after its start",
+			line:    4,
+		},
+		{
+			name:    "event with one time",
+			input:   "waiting_room {\n name a\n capacity 1\n event 2030-11-28T10:00:00Z\n}",
+			wantErr: "event needs a start and an end",
+			line:    4,
+		},
+		{
+			name: "events overlap through a pre-queue",
+			input: "waiting_room {\n name a\n capacity 1\n event 2030-11-28T09:00:00Z 2030-11-28T10:00:00Z\n" +
+				" event 2030-11-28T11:00:00Z 2030-11-28T12:00:00Z {\n  prequeue 90m\n }\n}",
+			wantErr: "event 2 (2030-11-28T11:00:00Z) overlaps event 1 (2030-11-28T09:00:00Z)",
+			line:    7,
+		},
+		{
+			name:    "unknown event option",
+			input:   "waiting_room {\n name a\n capacity 1\n event 2030-11-28T09:00:00Z 2030-11-28T10:00:00Z {\n  lottery\n }\n}",
+			wantErr: `unrecognized event option "lottery"`,
+			line:    5,
+		},
+		{
+			name:    "event mode unknown",
+			input:   "waiting_room {\n name a\n capacity 1\n event 2030-11-28T09:00:00Z 2030-11-28T10:00:00Z {\n  mode sometimes\n }\n}",
+			wantErr: `mode must be one of`,
+			line:    5,
 		},
 		{
 			name:    "status_code 199 (informational is not a page)",
@@ -521,8 +624,15 @@ func TestValidate(t *testing.T) {
 		{name: "capacity -1", json: `{"name":"a","capacity":-1}`, wantErr: "capacity must be greater than 0, got -1"},
 		{name: "missing name", json: `{"capacity":1}`, wantErr: "name is required"},
 		{name: "fail maybe", json: `{"name":"a","capacity":1,"fail":"maybe"}`, wantErr: `fail must be open or closed, got "maybe"`},
-		{name: "status 99", json: `{"name":"a","capacity":1,"status_code":99}`, wantErr: "status_code must be a final HTTP status (200-599), got 99"},
-		{name: "status 600", json: `{"name":"a","capacity":1,"status_code":600}`, wantErr: "status_code must be a final HTTP status (200-599), got 600"},
+		{name: "status 99", json: `{"name":"a","capacity":1,"status_code":99}`, wantErr: "status_code must be one of 200, 202, 429 or 503, got 99"},
+		{name: "status 600", json: `{"name":"a","capacity":1,"status_code":600}`, wantErr: "status_code must be one of 200, 202, 429 or 503, got 600"},
+		{name: "status 302", json: `{"name":"a","capacity":1,"status_code":302}`, wantErr: "status_code must be one of 200, 202, 429 or 503, got 302"},
+		{name: "rate and mode", json: `{"name":"a","capacity":1,"rate":{"count":10,"per":"1m"},"mode":"queue_all"}`},
+		{name: "rate without window", json: `{"name":"a","capacity":1,"rate":{"count":10}}`, wantErr: "rate window must be a positive duration"},
+		{name: "bad mode", json: `{"name":"a","capacity":1,"mode":"FIFO"}`, wantErr: `mode must be one of`},
+		{name: "events", json: `{"name":"a","capacity":1,"events":[{"start":"2030-11-28T09:00:00Z","end":"2030-11-28T10:00:00Z","prequeue":"10m","shuffle":true,"capacity":5}]}`},
+		{name: "overlapping events", json: `{"name":"a","capacity":1,"events":[{"start":"2030-11-28T09:00:00Z","end":"2030-11-28T10:00:00Z"},{"start":"2030-11-28T09:30:00Z","end":"2030-11-28T11:00:00Z"}]}`, wantErr: "event 2 (2030-11-28T09:30:00Z) overlaps event 1"},
+		{name: "event without end", json: `{"name":"a","capacity":1,"events":[{"start":"2030-11-28T09:00:00Z"}]}`, wantErr: "event 1: an event needs a start and an end"},
 		{name: "negative session_ttl", json: `{"name":"a","capacity":1,"session_ttl":"-1s"}`, wantErr: "session_ttl must not be negative, got -1s"},
 		{name: "negative queue_ttl", json: `{"name":"a","capacity":1,"queue_ttl":-1}`, wantErr: "queue_ttl must not be negative"},
 		{name: "bad cookie name", json: `{"name":"a","capacity":1,"cookie":{"name":"a b"}}`, wantErr: `cookie: name "a b": only letters, digits, '-' and '_' are allowed`},

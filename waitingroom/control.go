@@ -24,33 +24,53 @@ func (r *Room) Name() string { return r.h.Name }
 type Overrides struct {
 	// Capacity replaces the configured capacity.
 	Capacity *int `json:"capacity,omitempty"`
+	// Rate replaces the configured rate limit; a Count of 0 turns the limit off.
+	Rate *Rate `json:"rate,omitempty"`
+	// Mode replaces the configured mode (and wins over an event's pre-queue).
+	Mode *string `json:"mode,omitempty"`
 }
 
-// Settings are the values a room runs with.
+// Settings are the values a room is configured with.
 type Settings struct {
 	Capacity   int    `json:"capacity"`
+	Rate       *Rate  `json:"rate"`
+	Mode       string `json:"mode"`
 	SessionTTL string `json:"session_ttl"`
 	QueueTTL   string `json:"queue_ttl"`
 }
 
+// EventInfo is the scheduled event in progress or in its pre-queue.
+type EventInfo struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Phase is "prequeue" (before the start: everyone queues) or "running".
+	Phase string `json:"phase"`
+	// StartsInSeconds counts down to the start during the pre-queue.
+	StartsInSeconds *int `json:"starts_in_seconds,omitempty"`
+	Shuffle         bool `json:"shuffle"`
+}
+
 // RoomInfo is what the admin API reports about a room.
 type RoomInfo struct {
-	Name     string `json:"name"`
+	Name string `json:"name"`
+	// Mode, Capacity and Rate are the effective values: configuration, then the event in
+	// progress, then the admin overrides. Mode is "prequeue" during an event's pre-queue.
 	Mode     string `json:"mode"`
-	Capacity int    `json:"capacity"` // effective
+	Capacity int    `json:"capacity"`
 	// Rate is the admission rate limit; null when admissions are bound by capacity only.
-	Rate          *string `json:"rate"`
-	Active        int     `json:"active"`
-	Waiting       int     `json:"waiting"`
-	AdmittedTotal uint64  `json:"admitted_total"`
+	Rate          *Rate  `json:"rate"`
+	Active        int    `json:"active"`
+	Waiting       int    `json:"waiting"`
+	AdmittedTotal uint64 `json:"admitted_total"`
 	// ETASeconds is the estimated wait of someone arriving now (null: no data yet).
 	ETASeconds *int `json:"eta_seconds"`
 	// AdmissionsPerMinute is the measured throughput over the last minutes (null: no
 	// data yet).
-	AdmissionsPerMinute *float64  `json:"admissions_per_minute"`
-	Store               string    `json:"store"`
-	Configured          Settings  `json:"configured"`
-	Overrides           Overrides `json:"overrides"`
+	AdmissionsPerMinute *float64   `json:"admissions_per_minute"`
+	Store               string     `json:"store"`
+	Configured          Settings   `json:"configured"`
+	Overrides           Overrides  `json:"overrides"`
+	Event               *EventInfo `json:"event"`
 }
 
 // Info reads the room's state from the store (fresh, not the tick's cached copy).
@@ -63,27 +83,46 @@ func (r *Room) Info(ctx context.Context) (RoomInfo, error) {
 	if err != nil {
 		return RoomInfo{}, err
 	}
+	r.h.room.overrides.Store(&o) // what this call reads is what it reports
+	now := r.h.clock.Now()
+	p := r.h.policyAt(now)
+	configuredMode := r.h.Mode
+	if configuredMode == "" {
+		configuredMode = ModeFIFO
+	}
 	info := RoomInfo{
 		Name:          r.h.Name,
-		Mode:          "fifo",
-		Capacity:      r.h.Capacity,
+		Mode:          p.mode,
+		Capacity:      p.capacity,
 		Active:        st.Active,
 		Waiting:       st.Waiting,
 		AdmittedTotal: st.AdmittedTotal,
 		Store:         r.h.storeType,
 		Configured: Settings{
 			Capacity:   r.h.Capacity,
+			Rate:       r.h.Rate,
+			Mode:       configuredMode,
 			SessionTTL: time.Duration(r.h.SessionTTL).String(),
 			QueueTTL:   time.Duration(r.h.QueueTTL).String(),
 		},
 		Overrides: o,
 	}
-	if o.Capacity != nil {
-		info.Capacity = *o.Capacity
+	if p.rate.limits() {
+		info.Rate = p.rate
+	}
+	if ev := p.event; ev != nil {
+		info.Event = &EventInfo{Start: ev.Start, End: ev.End, Phase: "running", Shuffle: ev.Shuffle}
+		if p.prequeue {
+			info.Mode, info.Event.Phase = "prequeue", "prequeue"
+			s := ceilSeconds(p.startsIn)
+			info.Event.StartsInSeconds = &s
+		}
 	}
 	if rate, ok := r.h.room.est.rate(); ok {
 		perMinute := rate * 60
 		info.AdmissionsPerMinute = &perMinute
+	}
+	if rate, ok := r.h.throughput(p); ok && !p.holds() {
 		eta := int(etaAt(st.Waiting+1, rate) / time.Second)
 		info.ETASeconds = &eta
 	}
@@ -147,8 +186,27 @@ func (r *Room) Patch(ctx context.Context, body []byte) (RoomInfo, error) {
 				return RoomInfo{}, inputErrorf("capacity must be greater than 0, got %d", n)
 			}
 			o.Capacity = &n
+		case "rate":
+			rate, err := patchRate(raw)
+			if err != nil {
+				return RoomInfo{}, err
+			}
+			o.Rate = rate
+		case "mode":
+			if string(raw) == "null" {
+				o.Mode = nil
+				continue
+			}
+			var m string
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return RoomInfo{}, inputErrorf("mode must be a string or null, got %s", raw)
+			}
+			if err := checkMode(m); err != nil {
+				return RoomInfo{}, inputErrorf("%v", err)
+			}
+			o.Mode = &m
 		default:
-			return RoomInfo{}, inputErrorf("unknown field %q (the fields are: capacity)", name)
+			return RoomInfo{}, inputErrorf("unknown field %q (the fields are: capacity, rate, mode)", name)
 		}
 	}
 	var doc []byte
@@ -163,14 +221,37 @@ func (r *Room) Patch(ctx context.Context, body []byte) (RoomInfo, error) {
 	return r.Info(ctx)
 }
 
-// Admit lets the next n waiters in at once, beyond capacity if need be, and reports
-// how many were admitted.
+// patchRate reads a PATCH's rate: null restores the configured rate, "off" lifts the
+// limit, {"count": n, "per": "1m"} sets one.
+func patchRate(raw json.RawMessage) (*Rate, error) {
+	switch string(raw) {
+	case "null":
+		return nil, nil
+	case `"off"`:
+		return &Rate{}, nil
+	}
+	var rate Rate
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rate); err != nil {
+		return nil, inputErrorf(`rate must be {"count": n, "per": "1m"}, "off" or null, got %s`, raw)
+	}
+	if err := rate.validate(); err != nil {
+		return nil, inputErrorf("%v", err)
+	}
+	return &rate, nil
+}
+
+// Admit lets the next n waiters in at once, beyond capacity, rate and mode if need be,
+// and reports how many were admitted. They count against the rate window, so regular
+// admissions slow down to keep the rate over the window.
 func (r *Room) Admit(ctx context.Context, n int) (int, error) {
 	if n <= 0 {
 		return 0, inputErrorf("count must be greater than 0, got %d", n)
 	}
 	rm := r.h.room
-	res, err := r.h.store.AdmitNow(ctx, n, r.h.clock.Now(), r.h.limits())
+	now := r.h.clock.Now()
+	res, err := r.h.store.AdmitNow(ctx, n, now, r.h.limitsFor(r.h.policyAt(now)))
 	if err != nil {
 		return 0, fmt.Errorf("admitting waiters: %w", err)
 	}

@@ -1,5 +1,7 @@
 package waitingroom
 
+import "math/bits"
+
 // fenwick is a binary indexed tree of counts: add and prefix sums in O(log n), and it
 // can grow at the end. The memory store keeps one over its ticket slots (1 = a live
 // waiter), so a waiter's position is one prefix sum instead of a scan of the queue.
@@ -45,4 +47,18 @@ func (f *fenwick) rebuild(n int, value func(i int) int32) {
 		}
 	}
 	*f = t
+}
+
+// find returns the slot holding the (k+1)-th unit, counting from slot 0: the 0-based
+// index i with prefix(i) <= k < prefix(i+1). With 0/1 slots that is the k-th live
+// slot, found in O(log n) by descending the tree. The caller ensures k < the total.
+func (f fenwick) find(k int) int {
+	pos, rem := 0, int32(k)
+	for step := 1 << bits.Len(uint(len(f))); step > 0; step >>= 1 {
+		if next := pos + step; next <= len(f) && f[next-1] <= rem {
+			pos = next
+			rem -= f[next-1]
+		}
+	}
+	return pos
 }

@@ -37,3 +37,24 @@ func TestFenwickMatchesBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// find is the inverse of prefix over 0/1 slots: the k-th live slot, for every k.
+func TestFenwickFindIsTheKthLiveSlot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 2, 3, 7, 8, 9, 100, 1000} {
+		var f fenwick
+		var live []int
+		for i := 0; i < n; i++ {
+			v := int32(rng.IntN(2))
+			f.push(v)
+			if v == 1 {
+				live = append(live, i)
+			}
+		}
+		for k, want := range live {
+			if got := f.find(k); got != want {
+				t.Fatalf("n=%d: find(%d) = %d, want slot %d", n, k, got, want)
+			}
+		}
+	}
+}

@@ -52,6 +52,13 @@ func newTestRoom(t testing.TB, capacity int) *testRoom {
 
 func newTestRoomOn(t testing.TB, capacity int, store json.RawMessage) *testRoom {
 	t.Helper()
+	return newTestRoomWith(t, capacity, func(h *Handler) { h.StoreRaw = store })
+}
+
+// newTestRoomWith lets configure change the handler before it is provisioned (after,
+// the room's goroutines read it).
+func newTestRoomWith(t testing.TB, capacity int, configure func(*Handler)) *testRoom {
+	t.Helper()
 	clk := &fakeClock{now: time.Unix(1_800_000_000, 0)}
 	h := &Handler{
 		// A unique name per test: the memory store is pooled by room name.
@@ -60,8 +67,8 @@ func newTestRoomOn(t testing.TB, capacity int, store json.RawMessage) *testRoom 
 		SessionTTL: caddy.Duration(time.Minute),
 		QueueTTL:   caddy.Duration(30 * time.Second),
 		clock:      clk,
-		StoreRaw:   store,
 	}
+	configure(h)
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	if err := h.Provision(ctx); err != nil {
 		t.Fatal(err)

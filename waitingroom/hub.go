@@ -175,13 +175,16 @@ func (p *pushRound) push(ctx context.Context, hb *hub, now time.Time) {
 	}
 	h := hb.rm.h
 	st := hb.rm.stats.Load()
-	rate, rateKnown := hb.rm.est.rate()
+	pol := h.policyAt(now)
+	rate, rateKnown := h.throughput(pol)
+	offer := func(id VisitorID, pos int) {
+		v := h.viewAt(pos, st, rate, rateKnown, pol)
+		v.Type = "position"
+		hb.each(id, func(s *socket) { s.offer(v, now) })
+	}
 	for i, id := range p.ids {
-		pos := p.positions[i]
-		if pos > 0 {
-			v := h.viewAt(pos, st, rate, rateKnown)
-			v.Type = "position"
-			hb.each(id, func(s *socket) { s.offer(v, now) })
+		if pos := p.positions[i]; pos > 0 {
+			offer(id, pos)
 			continue
 		}
 		status, err := hb.rm.store.Status(ctx, id, now)
@@ -194,6 +197,19 @@ func (p *pushRound) push(ctx context.Context, hb *hub, now time.Time) {
 			hb.each(id, (*socket).admit)
 		case Unknown:
 			hb.each(id, (*socket).lose)
+		case Queued:
+			// Still queued under another ticket: an event's lottery reassigned them.
+			hb.retick(id, status.Ticket)
+			offer(id, status.Position)
 		}
+	}
+}
+
+// retick records a waiter's new ticket after a lottery.
+func (hb *hub) retick(id VisitorID, ticket uint64) {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	if ws := hb.waiters[id]; ws != nil {
+		ws.ticket = ticket
 	}
 }

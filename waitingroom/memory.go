@@ -2,6 +2,7 @@ package waitingroom
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -32,6 +33,12 @@ type memoryStore struct {
 	admittedTotal uint64
 	secret        []byte
 	overrides     []byte
+
+	// recent holds the times (unix nanoseconds, oldest first) of the admissions inside
+	// the rate window, at most Limits.Rate of them; empty while there is no rate.
+	recent []int64
+	// shuffled holds the keys of the lotteries already drawn (see Shuffle).
+	shuffled map[string]bool
 
 	subsMu  sync.Mutex
 	subs    map[int]func([]VisitorID)
@@ -66,11 +73,15 @@ func (s *memoryStore) Join(_ context.Context, id VisitorID, now time.Time, lim L
 		return s.statusLocked(v, now), nil
 	}
 	v := &memVisitor{id: id, at: now.UnixNano()}
-	s.visitors[id] = v
-	if s.waiting == 0 && s.active.len < lim.Capacity {
-		s.admitLocked(v, now)
+	if s.waiting == 0 && !lim.Hold && s.active.len < lim.Capacity && s.rateBudgetLocked(now, lim) != 0 {
+		s.visitors[id] = v
+		s.admitLocked(v, now, lim)
 		return Status{State: Admitted}, nil
 	}
+	if lim.NoQueue {
+		return Status{State: Rejected}, nil
+	}
+	s.visitors[id] = v
 	s.enqueueLocked(v)
 	return Status{State: Queued, Ticket: v.ticket, Position: s.positionLocked(v.ticket)}, nil
 }
@@ -134,8 +145,20 @@ func (s *memoryStore) Step(_ context.Context, now time.Time, lim Limits) (StepRe
 		s.removeLocked(v)
 	}
 	res := StepResult{Abandoned: s.sweepSilentLocked(now, lim)}
-	for s.active.len < lim.Capacity && s.waiting > 0 {
-		res.Admitted = append(res.Admitted, s.admitHeadLocked(now))
+	budget := s.rateBudgetLocked(now, lim)
+	for !lim.Hold && s.active.len < lim.Capacity && s.waiting > 0 && budget != 0 {
+		var v *memVisitor
+		if lim.Random {
+			v = s.slots[s.live.find(rand.IntN(s.waiting))]
+		} else {
+			v = s.headLocked()
+		}
+		s.dequeueLocked(v)
+		s.admitLocked(v, now, lim)
+		res.Admitted = append(res.Admitted, v.id)
+		if budget > 0 {
+			budget--
+		}
 	}
 	s.compactLocked()
 	s.mu.Unlock()
@@ -147,8 +170,12 @@ func (s *memoryStore) Step(_ context.Context, now time.Time, lim Limits) (StepRe
 func (s *memoryStore) AdmitNow(_ context.Context, n int, now time.Time, lim Limits) (StepResult, error) {
 	s.mu.Lock()
 	res := StepResult{Abandoned: s.sweepSilentLocked(now, lim)}
+	s.rateBudgetLocked(now, lim) // drops admissions that left the window
 	for ; n > 0 && s.waiting > 0; n-- {
-		res.Admitted = append(res.Admitted, s.admitHeadLocked(now))
+		v := s.headLocked()
+		s.dequeueLocked(v)
+		s.admitLocked(v, now, lim)
+		res.Admitted = append(res.Admitted, v.id)
 	}
 	s.compactLocked()
 	s.mu.Unlock()
@@ -167,12 +194,47 @@ func (s *memoryStore) sweepSilentLocked(now time.Time, lim Limits) int {
 	return n
 }
 
-// admitHeadLocked admits the first live waiter; the caller knows there is one.
-func (s *memoryStore) admitHeadLocked(now time.Time) VisitorID {
-	v := s.headLocked()
-	s.dequeueLocked(v)
-	s.admitLocked(v, now)
-	return v.id
+// rateBudgetLocked forgets the admissions that left the rate window and returns how
+// many more the rate allows now (-1: no rate limit).
+func (s *memoryStore) rateBudgetLocked(now time.Time, lim Limits) int {
+	if lim.Rate <= 0 || lim.RatePer <= 0 {
+		s.recent = s.recent[:0]
+		return -1
+	}
+	cutoff, i := now.UnixNano()-int64(lim.RatePer), 0
+	for i < len(s.recent) && s.recent[i] <= cutoff {
+		i++
+	}
+	s.recent = s.recent[i:]
+	return lim.rateBudget(len(s.recent))
+}
+
+// Shuffle permutes the live waiters over their own slots, so the ticket set (and
+// every count the Fenwick tree holds) stays as it is. O(waiters), once per event.
+func (s *memoryStore) Shuffle(_ context.Context, key string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shuffled[key] {
+		return false, nil
+	}
+	if s.shuffled == nil {
+		s.shuffled = make(map[string]bool)
+	}
+	s.shuffled[key] = true
+	var at []int
+	var vs []*memVisitor
+	for i := s.head; i < len(s.slots); i++ {
+		if v := s.slots[i]; v != nil {
+			at = append(at, i)
+			vs = append(vs, v)
+		}
+	}
+	rand.Shuffle(len(vs), func(i, j int) { vs[i], vs[j] = vs[j], vs[i] })
+	for j, i := range at {
+		s.slots[i] = vs[j]
+		vs[j].ticket = s.base + uint64(i)
+	}
+	return true, nil
 }
 
 func (s *memoryStore) Reset(context.Context) error {
@@ -257,11 +319,16 @@ func (s *memoryStore) announce(ids []VisitorID) {
 	}
 }
 
-func (s *memoryStore) admitLocked(v *memVisitor, now time.Time) {
+// admitLocked admits v and, under a rate limit, records the admission in the window
+// (the caller has called rateBudgetLocked at this now).
+func (s *memoryStore) admitLocked(v *memVisitor, now time.Time, lim Limits) {
 	v.state = Admitted
 	v.at = now.UnixNano()
 	s.active.pushBack(v)
 	s.admittedTotal++
+	if lim.Rate > 0 && lim.RatePer > 0 {
+		s.recent = append(s.recent, v.at)
+	}
 }
 
 func (s *memoryStore) enqueueLocked(v *memVisitor) {

@@ -20,39 +20,65 @@ import (
 type view struct {
 	Type           string `json:"type,omitempty"` // "position" on the WebSocket only
 	Room           string `json:"room"`
-	Status         string `json:"status"` // "queued" or "unavailable"
+	Status         string `json:"status"` // "queued", "rejected" or "unavailable"
 	Position       int    `json:"position,omitempty"`
 	Waiting        int    `json:"waiting"`
 	Active         int    `json:"active"`
 	Capacity       int    `json:"capacity"`
-	ETASeconds     *int   `json:"eta_seconds"` // null while there is no evidence to estimate from
+	ETASeconds     *int   `json:"eta_seconds"` // null while there is no evidence to estimate from, and while nobody is admitted
 	RefreshSeconds int    `json:"refresh_seconds"`
+	// StartsInSeconds counts down to a scheduled event's start, during its pre-queue only.
+	StartsInSeconds *int `json:"starts_in_seconds,omitempty"`
+
+	prequeue bool // for the page: the pre-queue's countdown
+	lottery  bool // for the page: the pre-queue ends in a draw
 }
 
+// rejectRetryAfter is when a turned-away visitor is told to come back.
+const rejectRetryAfter = 60
+
 // queuedView is the waiter at position's view, from the counters the room loop keeps.
-func (h *Handler) queuedView(position int) view {
+func (h *Handler) queuedView(position int, p policy) view {
+	rate, known := h.throughput(p)
+	return h.viewAt(position, h.room.stats.Load(), rate, known, p)
+}
+
+// throughput is the admissions per second a wait is estimated with: what the room
+// measured, but never more than the rate limit allows (a burst admitted at join would
+// otherwise promise a rate-bound queue more than it gets).
+func (h *Handler) throughput(p policy) (float64, bool) {
 	rate, known := h.room.est.rate()
-	return h.viewAt(position, h.room.stats.Load(), rate, known)
+	if known && p.rate.limits() {
+		rate = min(rate, p.rate.perSecond())
+	}
+	return rate, known
 }
 
 // viewAt builds a waiter's view from counters and a throughput read once, so the hub
 // can build thousands of views per round without touching the estimator each time.
-func (h *Handler) viewAt(position int, st *Stats, rate float64, rateKnown bool) view {
+func (h *Handler) viewAt(position int, st *Stats, rate float64, rateKnown bool, p policy) view {
 	v := view{
 		Room:           h.Name,
 		Status:         "queued",
 		Position:       position,
 		Waiting:        max(st.Waiting, position),
 		Active:         st.Active,
-		Capacity:       h.capacity(),
+		Capacity:       p.capacity,
 		RefreshSeconds: h.refreshSeconds(),
 	}
-	if rateKnown {
+	if rateKnown && !p.holds() {
 		s := int(etaAt(position, rate) / time.Second)
 		v.ETASeconds = &s
 	}
+	if p.prequeue {
+		s := ceilSeconds(p.startsIn)
+		v.StartsInSeconds, v.prequeue, v.lottery = &s, true, p.event.Shuffle
+	}
 	return v
 }
+
+// ceilSeconds rounds up, so a countdown reaches 0 at the start and not before.
+func ceilSeconds(d time.Duration) int { return int((d + time.Second - 1) / time.Second) }
 
 // refreshSeconds is how often a page without WebSocket polls (and the no-JS page
 // reloads): often enough to keep the place alive well within queue_ttl.
@@ -62,18 +88,28 @@ func (h *Handler) refreshSeconds() int {
 }
 
 // serveQueued answers a waiter: the WebSocket, JSON or the waiting page.
-func (h *Handler) serveQueued(w http.ResponseWriter, r *http.Request, id VisitorID, st Status) error {
+func (h *Handler) serveQueued(w http.ResponseWriter, r *http.Request, id VisitorID, st Status, p policy) error {
 	if isWaitingSocket(r) {
 		return h.room.hub.serve(w, r, id, st)
 	}
-	v := h.queuedView(st.Position)
+	v := h.queuedView(st.Position, p)
 	return h.respond(w, r, h.StatusCode, v)
 }
 
 // serveUnavailable answers a new visitor while the store is down and the room fails
 // closed.
 func (h *Handler) serveUnavailable(w http.ResponseWriter, r *http.Request) error {
-	v := view{Room: h.Name, Status: "unavailable", Capacity: h.capacity(), RefreshSeconds: h.refreshSeconds()}
+	p := h.policyAt(h.clock.Now())
+	v := view{Room: h.Name, Status: "unavailable", Capacity: p.capacity, RefreshSeconds: h.refreshSeconds()}
+	return h.respond(w, r, http.StatusServiceUnavailable, v)
+}
+
+// serveRejected answers a visitor the reject mode turned away: a static "sold out,
+// come back later" page (or JSON), 503, no cookie, nothing kept.
+func (h *Handler) serveRejected(w http.ResponseWriter, r *http.Request, p policy) error {
+	st := h.room.stats.Load()
+	v := view{Room: h.Name, Status: "rejected", Waiting: st.Waiting, Active: st.Active,
+		Capacity: p.capacity, RefreshSeconds: rejectRetryAfter}
 	return h.respond(w, r, http.StatusServiceUnavailable, v)
 }
 
@@ -95,11 +131,24 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, code int, v vi
 // operator template falls back to the embedded page instead of a half-written one.
 func (h *Handler) writePage(w http.ResponseWriter, r *http.Request, code int, v view) error {
 	lang := assets.Negotiate(r.Header.Get("Accept-Language"))
-	nonce := newNonce()
+	data := h.pageData(v, lang, h.policyAt(h.clock.Now()).mode)
+	body, err := h.renderPage(data)
+	if err != nil {
+		return err
+	}
+	PageHeaders(w.Header(), data.Nonce)
+	w.WriteHeader(code)
+	_, err = w.Write(body)
+	return err
+}
+
+// pageData is what the page template gets for view v (see assets.PageData).
+func (h *Handler) pageData(v view, lang, mode string) assets.PageData {
 	data := assets.PageData{
 		Room:           v.Room,
 		Lang:           lang,
 		State:          v.Status,
+		Mode:           mode,
 		Position:       v.Position,
 		Waiting:        v.Waiting,
 		Active:         v.Active,
@@ -107,29 +156,38 @@ func (h *Handler) writePage(w http.ResponseWriter, r *http.Request, code int, v 
 		ETAKnown:       v.ETASeconds != nil,
 		Progress:       progress(v.Position, v.Waiting),
 		RefreshSeconds: v.RefreshSeconds,
-		Nonce:          nonce,
+		Lottery:        v.lottery,
+		Nonce:          newNonce(),
 		T:              assets.Messages(lang),
 	}
 	if v.ETASeconds != nil {
 		data.ETASeconds = *v.ETASeconds
 	}
+	if v.prequeue {
+		data.State = "prequeue"
+		data.StartsInSeconds = *v.StartsInSeconds
+	}
+	return data
+}
+
+// renderPage renders the room's page into a buffer first, so that a broken operator
+// template falls back to the embedded page (and is logged) instead of a half-written one.
+func (h *Handler) renderPage(data assets.PageData) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := h.page.Execute(&buf, data); err != nil {
 		h.logger.Error("waiting page template failed; serving the embedded page",
 			zap.String("room", h.Name), zap.String("template", h.Template), zap.Error(err))
 		buf.Reset()
 		if err := assets.DefaultTemplate().Execute(&buf, data); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	hdr := w.Header()
-	hdr.Set("Content-Type", "text/html; charset=utf-8")
-	hdr.Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+nonce+"'; style-src 'nonce-"+nonce+
-		"'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-	hdr.Set("Referrer-Policy", "no-referrer")
-	w.WriteHeader(code)
-	_, err := w.Write(buf.Bytes())
-	return err
+	return buf.Bytes(), nil
+}
+
+func pageCSP(nonce string) string {
+	return "default-src 'none'; script-src 'nonce-" + nonce + "'; style-src 'nonce-" + nonce +
+		"'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 }
 
 // progress is how far toward the front the waiter is, 0..100: the back of the line is

@@ -45,6 +45,8 @@ type room struct {
 	// touched maps a VisitorID to the *atomic.Int64 unix-nano time this instance last
 	// confirmed the visitor's session with the store.
 	touched sync.Map
+	// drawn holds the keys of the event lotteries this instance knows are drawn.
+	drawn sync.Map
 
 	kickCh chan struct{}
 	cancel context.CancelFunc
@@ -134,7 +136,9 @@ func (rm *room) tick(ctx context.Context) {
 		return
 	}
 	now := rm.h.clock.Now()
-	res, err := rm.store.Step(ctx, now, rm.h.limits())
+	p := rm.h.policyAt(now)
+	rm.drawLots(ctx, p)
+	res, err := rm.store.Step(ctx, now, rm.h.limitsFor(p))
 	if err != nil {
 		rm.storeError("admission step", err)
 		return
@@ -150,7 +154,7 @@ func (rm *room) tick(ctx context.Context) {
 	rm.est.observe(now, st.AdmittedTotal)
 	rm.metrics.active.Set(float64(st.Active))
 	rm.metrics.waiting.Set(float64(st.Waiting))
-	rm.metrics.capacity.Set(float64(rm.h.capacity()))
+	rm.metrics.capacity.Set(float64(p.capacity))
 }
 
 // agreeSecret makes sure the room has a signing secret. A configured secret is set

@@ -18,6 +18,10 @@ const queuedTokenLife = 24 * time.Hour
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	rm := h.room
 	now := h.clock.Now()
+	p := h.policyAt(now)
+	if p.mode == ModeSuspended {
+		return next.ServeHTTP(w, r) // the room is off: no cookie, nothing counted
+	}
 	keys := rm.keys.Load()
 	if keys == nil {
 		// No secret yet: the store has been down since start. Nobody can be verified.
@@ -58,17 +62,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				return h.passAdmitted(w, r, next, tok.id)
 			case Queued:
 				h.queue(w, r, keys, tok.id, tok.since, now)
-				return h.serveQueued(w, r, tok.id, st)
+				return h.serveQueued(w, r, tok.id, st, p)
 			}
 			// The place was lost (queue_ttl): a new visitor, at the back.
 		}
 	}
 
 	id := NewVisitorID()
-	st, err := rm.store.Join(r.Context(), id, now, h.limits())
+	rm.drawLots(r.Context(), p) // an event's lottery comes before its first new arrival
+	st, err := rm.store.Join(r.Context(), id, now, h.limitsFor(p))
 	if err != nil {
 		rm.storeError("join", err)
 		return h.degraded(w, r, next)
+	}
+	if st.State == Rejected {
+		if c := h.logger.Check(zap.DebugLevel, "visitor turned away"); c != nil {
+			c.Write(zap.String("room", h.Name), zap.String("mode", p.mode))
+		}
+		return h.serveRejected(w, r, p)
 	}
 	if st.State == Admitted {
 		rm.metrics.admitted.Inc()
@@ -80,7 +91,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		c.Write(zap.String("room", h.Name), zap.Stringer("visitor", id), zap.Int("position", st.Position))
 	}
 	h.queue(w, r, keys, id, now, now)
-	return h.serveQueued(w, r, id, st)
+	return h.serveQueued(w, r, id, st, p)
 }
 
 // admit gives id a fresh admitted cookie (admitted at since) and records that its

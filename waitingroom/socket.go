@@ -130,7 +130,7 @@ func (hb *hub) serve(w http.ResponseWriter, r *http.Request, id VisitorID, st St
 	go hb.readClient(ctx, cancel, c, id, s)
 
 	// The first position goes out at once, not at the next push round.
-	hb.send(ctx, c, hb.rm.h.queuedView(st.Position))
+	hb.send(ctx, c, hb.rm.h.queuedView(st.Position, hb.rm.h.policyAt(hb.rm.h.clock.Now())))
 	for {
 		select {
 		case <-ctx.Done():

@@ -39,14 +39,25 @@ type Store interface {
 	Leave(ctx context.Context, id VisitorID) (bool, error)
 
 	// Step is the admission step: it drops admitted visitors not seen for SessionTTL and
-	// waiters not heard from for QueueTTL, then admits live waiters from the head of the
-	// queue while slots are free. The admitted ids are also announced to subscribers.
+	// waiters not heard from for QueueTTL, then admits live waiters while slots are free
+	// and the rate budget lasts: from the head of the queue, or (Limits.Random) picked
+	// uniformly among the live waiters. With Limits.Hold it admits nobody. The admitted
+	// ids are also announced to subscribers.
 	Step(ctx context.Context, now time.Time, lim Limits) (StepResult, error)
 
 	// AdmitNow admits up to n live waiters from the head of the queue at once, beyond
-	// capacity if need be (an operator's "let the next n in"), and announces them like
-	// Step does. Silent waiters at the head are dropped, not admitted.
+	// capacity and beyond the rate budget if need be (an operator's "let the next n
+	// in"), and announces them like Step does. The admissions still count against the
+	// rate budget, so the steps that follow slow down to keep the rate over the window.
+	// Silent waiters at the head are dropped, not admitted.
 	AdmitNow(ctx context.Context, n int, now time.Time, lim Limits) (StepResult, error)
+
+	// Shuffle puts the waiters queued now in a uniformly random order (the lottery at
+	// the start of a scheduled event): the set of tickets stays, who holds which one
+	// changes, so everyone who joins later is still behind all of them. It runs at most
+	// once per key in the store's life, however many instances call it, and reports
+	// whether this call shuffled.
+	Shuffle(ctx context.Context, key string) (bool, error)
 
 	// Reset empties the queue and the active set. Counters and the secret are kept, and
 	// tickets keep growing, so a cookie from before the reset is simply unknown.
@@ -89,6 +100,29 @@ type Limits struct {
 	SessionTTL time.Duration
 	// QueueTTL is how long a waiter keeps the place without being heard from.
 	QueueTTL time.Duration
+	// Rate, when above 0, is the most admissions (at join and from the queue) in any
+	// window of RatePer, room-wide. It is a sliding window: the store remembers the
+	// times of the recent admissions, at most Rate of them.
+	Rate    int
+	RatePer time.Duration
+	// Random makes Step pick each admitted waiter uniformly among the live waiters
+	// instead of from the head.
+	Random bool
+	// Hold admits nobody new: Join always queues and Step only drops the expired
+	// (queue_all mode, and the pre-queue before a scheduled event).
+	Hold bool
+	// NoQueue makes Join turn away (State Rejected) a visitor it cannot admit at once
+	// instead of queueing them (reject mode).
+	NoQueue bool
+}
+
+// rateBudget is how many more admissions the rate allows, given how many admissions
+// are still inside the window, or -1 when there is no rate limit.
+func (l Limits) rateBudget(recent int) int {
+	if l.Rate <= 0 || l.RatePer <= 0 {
+		return -1
+	}
+	return max(l.Rate-recent, 0)
 }
 
 // StepResult is what an admission step did.
@@ -110,6 +144,9 @@ const (
 	Queued
 	// Admitted means the visitor holds a slot in the active set.
 	Admitted
+	// Rejected is Join's answer under Limits.NoQueue to a visitor it could not admit:
+	// the store keeps nothing about them.
+	Rejected
 )
 
 func (s State) String() string {
@@ -118,6 +155,8 @@ func (s State) String() string {
 		return "queued"
 	case Admitted:
 		return "admitted"
+	case Rejected:
+		return "rejected"
 	default:
 		return "unknown"
 	}

@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -33,6 +34,23 @@ type Handler struct {
 	// Capacity is how many visitors may be admitted at once. Required, greater than 0.
 	Capacity int `json:"capacity,omitempty"`
 
+	// Rate limits admissions to at most `count` in any window of `per`, in addition to
+	// capacity, room-wide (every instance sharing the store together). Useful when the
+	// upstream can hold many sessions but not many fresh logins at once. Default: no
+	// rate limit.
+	Rate *Rate `json:"rate,omitempty"`
+
+	// Mode is how the room admits: "fifo" (first come, first served), "random" (any
+	// waiter may be next), "passthrough" (everyone is admitted and counted),
+	// "reject" (over capacity gets a "sold out, come back later" answer, nobody is
+	// queued), "queue_all" (nobody new is admitted; the queue grows) or "suspended" (the
+	// room is off). Default: fifo.
+	Mode string `json:"mode,omitempty"`
+
+	// Events are scheduled openings (a sale, a ticket release), each with an optional
+	// pre-queue, lottery, and its own capacity, rate and mode. They must not overlap.
+	Events []Event `json:"events,omitempty"`
+
 	// SessionTTL is how long an admitted visitor keeps the slot without making a
 	// request. Default: 5m.
 	SessionTTL caddy.Duration `json:"session_ttl,omitempty"`
@@ -41,7 +59,9 @@ type Handler struct {
 	// load, poll or WebSocket). Default: 1m.
 	QueueTTL caddy.Duration `json:"queue_ttl,omitempty"`
 
-	// StatusCode is the HTTP status of the waiting page and its JSON twin. Default: 200.
+	// StatusCode is the HTTP status of the waiting page and its JSON twin: 200, 202,
+	// 429 or 503. Default: 200. (The reject answer and the "temporarily unavailable"
+	// page are always 503.)
 	StatusCode int `json:"status_code,omitempty"`
 
 	// Fail says what happens to new visitors while the store cannot be reached: "open"
@@ -202,8 +222,21 @@ func (h *Handler) Validate() error {
 	if h.QueueTTL < 0 {
 		return fmt.Errorf("queue_ttl must not be negative, got %v", time.Duration(h.QueueTTL))
 	}
-	if h.StatusCode != 0 && (h.StatusCode < 200 || h.StatusCode > 599) {
-		return fmt.Errorf("status_code must be a final HTTP status (200-599), got %d", h.StatusCode)
+	if h.StatusCode != 0 && !slices.Contains(statusCodes, h.StatusCode) {
+		return fmt.Errorf("status_code must be one of 200, 202, 429 or 503, got %d", h.StatusCode)
+	}
+	if h.Mode != "" {
+		if err := checkMode(h.Mode); err != nil {
+			return err
+		}
+	}
+	if h.Rate != nil {
+		if err := h.Rate.validate(); err != nil {
+			return err
+		}
+	}
+	if err := checkEvents(h.Events); err != nil {
+		return err
 	}
 	switch h.Fail {
 	case "", failOpen, failClosed:
@@ -233,23 +266,9 @@ func (h *Handler) Cleanup() error {
 	return nil
 }
 
-// limits are the store-facing settings of this room, runtime changes applied.
-func (h *Handler) limits() Limits {
-	return Limits{
-		Capacity:   h.capacity(),
-		SessionTTL: time.Duration(h.SessionTTL),
-		QueueTTL:   time.Duration(h.QueueTTL),
-	}
-}
-
-// capacity is the effective capacity: the admin API's runtime value if one is set,
-// else the configured one.
-func (h *Handler) capacity() int {
-	if o := h.room.overrides.Load(); o.Capacity != nil {
-		return *o.Capacity
-	}
-	return h.Capacity
-}
+// statusCodes are the statuses a waiting page may have: a plain page (200), "accepted,
+// not done yet" (202), "too many requests" (429) or "unavailable" (503).
+var statusCodes = []int{http.StatusOK, http.StatusAccepted, http.StatusTooManyRequests, http.StatusServiceUnavailable}
 
 // newSecret is a random signing secret offered to the store when none is configured.
 func newSecret() []byte {

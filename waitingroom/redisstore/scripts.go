@@ -2,7 +2,7 @@ package redisstore
 
 import "github.com/redis/go-redis/v9"
 
-// A room lives in six keys that share one hash tag, so every script touches a single
+// A room lives in seven keys that share one hash tag, so every script touches a single
 // Cluster slot:
 //
 //	queue          ZSET  visitor id -> ticket                 (the only per-waiter entry)
@@ -11,6 +11,8 @@ import "github.com/redis/go-redis/v9"
 //	live           STRING bitmap, bit (ticket-base) set while that ticket is queued
 //	heard          STRING 4 bytes per ticket: last heard, ms since epoch (big endian)
 //	heard_buckets  ZSET  bucket (256 tickets) -> a lower bound of its waiters' heard
+//	rate           ZSET  admission number -> admitted at, ms: the admissions inside the
+//	                     rate window (at most the rate's count; empty without a rate)
 //
 // base and epoch restart whenever a ticket is issued into an empty queue, so live and
 // heard only span the tickets of the current busy period.
@@ -23,7 +25,23 @@ import "github.com/redis/go-redis/v9"
 // hold a silent waiter scores at or below the cutoff.
 const prelude = `
 local queue, active, meta, live, heard, buckets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local rate = KEYS[7]
 local BUCKET = 256
+
+-- How many more admissions the rate allows at now (-1: no rate limit). It forgets the
+-- admissions that left the window: a sliding window, exact at any instant.
+local function rate_budget(now, n, per)
+  if n <= 0 or per <= 0 then return -1 end
+  redis.call('ZREMRANGEBYSCORE', rate, '-inf', now - per)
+  return math.max(n - redis.call('ZCARD', rate), 0)
+end
+
+-- Records the last k admissions (admitted_total already counts them) in the window.
+local function rate_record(now, n, per, k)
+  if n <= 0 or per <= 0 or k <= 0 then return end
+  local total = tonumber(redis.call('HGET', meta, 'admitted_total'))
+  for i = 0, k - 1 do redis.call('ZADD', rate, now, total - i) end
+end
 
 local function epoch_of()
   local v = redis.call('HMGET', meta, 'base', 'epoch')
@@ -61,20 +79,25 @@ local function queued_status(ticket, now)
 end
 `
 
-// joinScript: ARGV id, now, capacity, session TTL (ms). Returns {state, ticket, position}.
+// joinScript: ARGV id, now, capacity, session TTL (ms), rate count, rate window (ms),
+// hold (1: admit nobody), no queue (1: turn away instead of queueing). Returns {state,
+// ticket, position}; state 3 is "rejected".
 var joinScript = redis.NewScript(prelude + `
 local id, now, cap, sttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local rate_n, rate_per, hold, noqueue = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
 if redis.call('ZSCORE', active, id) then return {2, 0, 0} end
 local t = redis.call('ZSCORE', queue, id)
 if t then return queued_status(tonumber(t), now) end
 
 redis.call('ZREMRANGEBYSCORE', active, '-inf', now - sttl)
 local waiting = redis.call('ZCARD', queue)
-if waiting == 0 and redis.call('ZCARD', active) < cap then
+if waiting == 0 and not hold and redis.call('ZCARD', active) < cap and rate_budget(now, rate_n, rate_per) ~= 0 then
   redis.call('ZADD', active, now, id)
   redis.call('HINCRBY', meta, 'admitted_total', 1)
+  rate_record(now, rate_n, rate_per, 1)
   return {2, 0, 0}
 end
+if noqueue then return {3, 0, 0} end
 
 t = redis.call('HINCRBY', meta, 'ticket', 1)
 local base, epoch
@@ -132,12 +155,15 @@ return 1
 `)
 
 // stepScript: ARGV now, capacity, session TTL, queue TTL (ms), channel, buckets to
-// sweep at most, forced admissions. Returns {waiters dropped for silence, admitted
-// ids in ticket order...} and publishes the ids. With forced > 0 (the admin's "admit
-// n") it admits up to that many regardless of capacity.
+// sweep at most, forced admissions, rate count, rate window (ms), random seed (0: from
+// the head), hold (1: admit nobody). Returns {waiters dropped for silence, admitted ids
+// in admission order...} and publishes the ids. With forced > 0 (the admin's "admit n")
+// it admits up to that many from the head regardless of capacity, rate and hold; they
+// still count against the rate window.
 var stepScript = redis.NewScript(prelude + `
 local now, cap, sttl, qttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local channel, max_sweep, forced = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
+local rate_n, rate_per, seed, hold = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), ARGV[11] == '1'
 
 redis.call('ZREMRANGEBYSCORE', active, '-inf', now - sttl)
 local base, epoch = epoch_of()
@@ -186,30 +212,93 @@ end
 -- The sweep may have stopped at max_sweep buckets, so the head is checked again: a
 -- silent waiter is dropped, never admitted.
 local admitted = {}
+local budget = rate_budget(now, rate_n, rate_per)
 local free = cap - redis.call('ZCARD', active)
-if forced > 0 then free = forced end
-while free > 0 do
-  local head = redis.call('ZRANGE', queue, 0, free - 1, 'WITHSCORES')
-  if #head == 0 then break end
-  for i = 1, #head, 2 do
-    local id, t = head[i], tonumber(head[i + 1])
-    unqueue(id, t, base)
-    if heard_at(t - base) > cutoff then
-      redis.call('ZADD', active, now, id)
-      admitted[#admitted + 1] = id
-      free = free - 1
-    else
-      dropped = dropped + 1
-    end
+if forced > 0 then
+  free, seed = forced, 0
+elseif hold then
+  free = 0
+elseif budget >= 0 and budget < free then
+  free = budget
+end
+
+local function take(id, t)
+  unqueue(id, t, base)
+  if heard_at(t - base) > cutoff then
+    redis.call('ZADD', active, now, id)
+    admitted[#admitted + 1] = id
+    free = free - 1
+  else
+    dropped = dropped + 1
+  end
+end
+
+if seed > 0 then
+  -- Random mode: each admission is a uniform pick among those still queued; a silent
+  -- one picked is dropped and the pick repeated, so the admitted one is uniform among
+  -- the live waiters.
+  math.randomseed(seed)
+  while free > 0 do
+    local n = redis.call('ZCARD', queue)
+    if n == 0 then break end
+    local k = math.random(n) - 1
+    local pick = redis.call('ZRANGE', queue, k, k, 'WITHSCORES')
+    take(pick[1], tonumber(pick[2]))
+  end
+else
+  while free > 0 do
+    local head = redis.call('ZRANGE', queue, 0, free - 1, 'WITHSCORES')
+    if #head == 0 then break end
+    for i = 1, #head, 2 do take(head[i], tonumber(head[i + 1])) end
   end
 end
 if #admitted > 0 then
   redis.call('HINCRBY', meta, 'admitted_total', #admitted)
+  rate_record(now, rate_n, rate_per, #admitted)
   redis.call('PUBLISH', channel, table.concat(admitted))
 end
 if redis.call('ZCARD', queue) == 0 then redis.call('DEL', live, heard, buckets) end
 table.insert(admitted, 1, dropped)
 return admitted
+`)
+
+// shuffleScript: ARGV key, seed. The lottery of a scheduled event: the queued waiters
+// swap tickets (and their heard times with them) in a uniformly random permutation
+// (Fisher-Yates), so the ticket set, the live bitmap and everyone who joins later stay
+// as they are. It runs once per key (a field in meta), whoever calls it; it returns -1
+// when the key was drawn already, else the number of waiters shuffled. O(waiters), once
+// per event.
+var shuffleScript = redis.NewScript(prelude + `
+if redis.call('HSETNX', meta, 'shuffled:' .. ARGV[1], 1) == 0 then return -1 end
+local base = epoch_of()
+if not base then return 0 end
+local q = redis.call('ZRANGE', queue, 0, -1, 'WITHSCORES')
+local n = #q / 2
+if n < 2 then return n end
+local ids, tickets, hs = {}, {}, {}
+for i = 1, n do
+  ids[i], tickets[i] = q[2 * i - 1], tonumber(q[2 * i])
+  hs[i] = heard_at(tickets[i] - base)
+end
+math.randomseed(tonumber(ARGV[2]))
+for i = n, 2, -1 do
+  local j = math.random(i)
+  ids[i], ids[j] = ids[j], ids[i]
+  hs[i], hs[j] = hs[j], hs[i]
+end
+-- Bucket scores are lower bounds of their waiters' heard times; waiters moved between
+-- buckets, so they are recomputed exactly.
+redis.call('DEL', buckets)
+local mins = {}
+for i = 1, n do
+  local off = tickets[i] - base
+  redis.call('ZADD', queue, tickets[i], ids[i])
+  redis.call('SETRANGE', heard, off * 4, struct.pack('>I4', hs[i]))
+  local b = math.floor(off / BUCKET)
+  if not mins[b] or hs[i] < mins[b] then mins[b] = hs[i] end
+end
+for b, h in pairs(mins) do redis.call('ZADD', buckets, h, b) end
+return n
 `)
 
 // resetScript empties the queue and the active set; the ticket counter and

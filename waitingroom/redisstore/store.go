@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
+	"math/rand/v2"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -38,7 +40,7 @@ func newRoomStore(shared *sharedClient, prefix, room string, timeout time.Durati
 		shared: shared,
 		keys: []string{
 			base + "queue", base + "active", base + "meta",
-			base + "live", base + "heard", base + "heard_buckets",
+			base + "live", base + "heard", base + "heard_buckets", base + "rate",
 		},
 		channel:   base + "admitted",
 		secret:    base + "secret",
@@ -54,7 +56,8 @@ func (s *roomStore) run(ctx context.Context, script *redis.Script, args ...any) 
 }
 
 func (s *roomStore) Join(ctx context.Context, id waitingroom.VisitorID, now time.Time, lim waitingroom.Limits) (waitingroom.Status, error) {
-	res, err := s.run(ctx, joinScript, id[:], now.UnixMilli(), lim.Capacity, lim.SessionTTL.Milliseconds()).Int64Slice()
+	res, err := s.run(ctx, joinScript, id[:], now.UnixMilli(), lim.Capacity, lim.SessionTTL.Milliseconds(),
+		lim.Rate, lim.RatePer.Milliseconds(), flag(lim.Hold), flag(lim.NoQueue)).Int64Slice()
 	if err != nil {
 		return waitingroom.Status{}, fmt.Errorf("joining room: %w", err)
 	}
@@ -124,10 +127,15 @@ func (s *roomStore) AdmitNow(ctx context.Context, n int, now time.Time, lim wait
 }
 
 // step runs the admission step script; forced > 0 admits that many regardless of
-// capacity.
+// capacity, rate and hold.
 func (s *roomStore) step(ctx context.Context, now time.Time, lim waitingroom.Limits, forced int) (waitingroom.StepResult, error) {
+	var seed int32 // 0: admit from the head
+	if lim.Random {
+		seed = seedForLua()
+	}
 	res, err := s.run(ctx, stepScript, now.UnixMilli(), lim.Capacity,
-		lim.SessionTTL.Milliseconds(), lim.QueueTTL.Milliseconds(), s.channel, sweepBuckets, forced).Slice()
+		lim.SessionTTL.Milliseconds(), lim.QueueTTL.Milliseconds(), s.channel, sweepBuckets, forced,
+		lim.Rate, lim.RatePer.Milliseconds(), seed, flag(lim.Hold)).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return waitingroom.StepResult{}, fmt.Errorf("admission step: %w", err)
 	}
@@ -146,6 +154,25 @@ func (s *roomStore) step(ctx context.Context, now time.Time, lim waitingroom.Lim
 		out.Admitted = append(out.Admitted, id)
 	}
 	return out, nil
+}
+
+func (s *roomStore) Shuffle(ctx context.Context, key string) (bool, error) {
+	n, err := s.run(ctx, shuffleScript, key, seedForLua()).Int64()
+	if err != nil {
+		return false, fmt.Errorf("shuffling the queue: %w", err)
+	}
+	return n >= 0, nil
+}
+
+// seedForLua is a fresh seed for a script's math.random, which Redis otherwise seeds
+// the same way on every call. Positive, and within the int that math.randomseed takes.
+func seedForLua() int32 { return 1 + rand.Int32N(math.MaxInt32-1) }
+
+func flag(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (s *roomStore) Reset(ctx context.Context) error {

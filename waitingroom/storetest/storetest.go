@@ -47,6 +47,13 @@ func Run(t *testing.T, open Open) {
 		{"AdmitNowBeyondCapacity", testAdmitNowBeyondCapacity},
 		{"Reset", testReset},
 		{"Overrides", testOverrides},
+		{"RateLimitsJoinAndStep", testRateLimitsJoinAndStep},
+		{"RateCountsForcedAdmissions", testRateCountsForcedAdmissions},
+		{"RateUnderConcurrency", testRateUnderConcurrency},
+		{"RandomPicksUniformlyAmongLive", testRandomPicksUniformlyAmongLive},
+		{"HoldQueuesEveryone", testHoldQueuesEveryone},
+		{"NoQueueTurnsAway", testNoQueueTurnsAway},
+		{"ShuffleIsALottery", testShuffleIsALottery},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })

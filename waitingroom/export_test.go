@@ -1,0 +1,23 @@
+package waitingroom
+
+import (
+	"context"
+	"time"
+)
+
+// Hooks for the external tests in this directory (package waitingroom_test), which may
+// import the Redis store without an import cycle.
+
+// TestClock is a clock a test moves by hand.
+type TestClock = fakeClock
+
+func NewTestClock(now time.Time) *TestClock { return &fakeClock{now: now} }
+
+// SetClock makes h read time from c; call it before Provision.
+func SetClock(h *Handler, c *TestClock) { h.clock = c }
+
+// Tick runs one round of h's room loop (overrides, lottery, admission step, counters).
+func Tick(h *Handler) { h.room.tick(context.Background()) }
+
+// StoreOf returns the store h runs on.
+func StoreOf(h *Handler) Store { return h.store }
