@@ -11,6 +11,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/assets"
 )
 
 func init() {
@@ -40,6 +42,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		fail        open|closed
 //		secret      <string> [<previous>...]
 //		template    <file>
+//		lang        <tag>
 //		cookie {
 //			name      <name>
 //			domain    <domain>
@@ -106,6 +109,11 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Secret, h.PreviousSecrets = args[0], args[1:]
 		case "template":
 			h.Template, err = oneArg(d)
+		case "lang":
+			h.Lang, err = oneArg(d)
+			if err == nil && !assets.Supported(h.Lang) {
+				err = d.Errf("lang must be one of %s, got %q", strings.Join(assets.Languages(), ", "), h.Lang)
+			}
 		case "cookie":
 			h.Cookie, err = parseCookie(d)
 		case "store":

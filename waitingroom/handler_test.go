@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 )
@@ -329,6 +331,44 @@ func TestPrefersJSON(t *testing.T) {
 	for _, tt := range tests {
 		if got := prefersJSON(tt.accept); got != tt.json {
 			t.Errorf("prefersJSON(%q) = %v, want %v", tt.accept, got, tt.json)
+		}
+	}
+}
+
+// `lang` fixes the page's language whatever the browser asks for; unknown tags are
+// refused at adapt.
+func TestLangOverride(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	tr.visit("", "")
+	w, _ := tr.visit("", "text/html")
+	if !strings.Contains(w.Body.String(), `<html lang="en"`) {
+		t.Fatal("default page is not English")
+	}
+	tr.h.Lang = "ja"
+	r := httptest.NewRequest(http.MethodGet, "http://shop.example/", nil)
+	r.Header.Set("Accept", "text/html")
+	r.Header.Set("Accept-Language", "ko-KR,ko;q=0.9")
+	rec := httptest.NewRecorder()
+	if err := tr.h.ServeHTTP(rec, r, caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rec.Body.String(), `<html lang="ja"`) {
+		t.Fatal("lang ja did not win over Accept-Language ko")
+	}
+	for _, tt := range []struct {
+		in, err string
+	}{
+		{"waiting_room {\n name a\n capacity 1\n lang de\n}", ""},
+		{"waiting_room {\n name a\n capacity 1\n lang de-AT\n}", "lang must be one of"},
+		{"waiting_room {\n name a\n capacity 1\n lang\n}", "wrong argument count"},
+	} {
+		var h Handler
+		err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tt.in))
+		if tt.err == "" && (err != nil || h.Lang != "de") {
+			t.Errorf("%q: %v, lang %q", tt.in, err, h.Lang)
+		}
+		if tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "Testfile:4")) {
+			t.Errorf("%q: error %v, want one mentioning %q at line 4", tt.in, err, tt.err)
 		}
 	}
 }

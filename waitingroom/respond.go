@@ -130,7 +130,10 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, code int, v vi
 // writePage renders the waiting page. It renders into a buffer first so that a broken
 // operator template falls back to the embedded page instead of a half-written one.
 func (h *Handler) writePage(w http.ResponseWriter, r *http.Request, code int, v view) error {
-	lang := assets.Negotiate(r.Header.Get("Accept-Language"))
+	lang := h.Lang
+	if lang == "" {
+		lang = assets.Negotiate(r.Header.Get("Accept-Language"))
+	}
 	data := h.pageData(v, lang, h.policyAt(h.clock.Now()).mode)
 	body, err := h.renderPage(data)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -84,6 +85,11 @@ type Handler struct {
 	// Template is the path of an html/template file that replaces the embedded waiting
 	// page. It is parsed at provision time, so a broken template fails `caddy validate`.
 	Template string `json:"template,omitempty"`
+
+	// Lang fixes the waiting page's language for every visitor: one of en, ko, ja, zh
+	// (Simplified Chinese), es, de, fr. Default: each visitor's Accept-Language picks
+	// among them, and English is the fallback.
+	Lang string `json:"lang,omitempty"`
 
 	// Cookie configures the visitor cookie.
 	Cookie *Cookie `json:"cookie,omitempty"`
@@ -242,6 +248,9 @@ func (h *Handler) Validate() error {
 	case "", failOpen, failClosed:
 	default:
 		return fmt.Errorf("fail must be open or closed, got %q", h.Fail)
+	}
+	if h.Lang != "" && !assets.Supported(h.Lang) {
+		return fmt.Errorf("lang must be one of %s, got %q", strings.Join(assets.Languages(), ", "), h.Lang)
 	}
 	if h.Cookie != nil {
 		if err := h.Cookie.validate(); err != nil {
