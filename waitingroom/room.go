@@ -56,7 +56,8 @@ type room struct {
 	errCount   atomic.Int64
 
 	// agreed is the generated secret agreed through the store (nil when the secret is
-	// configured), last confirmed at agreedAt. Only the room loop touches them.
+	// configured), last confirmed at agreedAt.
+	secretMu sync.Mutex
 	agreed   []byte
 	agreedAt time.Time
 }
@@ -163,8 +164,11 @@ func (rm *room) tick(ctx context.Context) {
 // gets ours back before some other instance can plant a new one. Should another secret
 // have won meanwhile, the room signs with that one and still accepts its own.
 func (rm *room) agreeSecret(ctx context.Context) error {
+	// tick runs on the room loop and, for admin calls, on the caller's goroutine.
+	rm.secretMu.Lock()
+	defer rm.secretMu.Unlock()
 	keys := rm.keys.Load()
-	if keys != nil && (rm.agreed == nil || time.Since(rm.agreedAt) < secretCheckEvery) {
+	if keys != nil && (rm.agreed == nil || time.Since(rm.agreedAt) < secretCheckEvery/2) {
 		return nil
 	}
 	offer := rm.agreed
