@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // What a waiting page's WebSocket client sends is decoded inline in readClient, so the
@@ -98,4 +99,42 @@ func isLeave(msg []byte) bool {
 		Type string `json:"type"`
 	}
 	return len(msg) <= maxClientMessage && json.Unmarshal(msg, &m) == nil && m.Type == "leave"
+}
+
+// One waiter leaving is one abandonment, however many leave messages its page sends
+// before the server closes the socket (a page, or a script, may repeat itself).
+func TestLeaveMessagesCountOnce(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	tr.visit("", "")
+	_, cookie := tr.visit("", "application/json")
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = tr.h.ServeHTTP(w, r, next)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{
+		Subprotocols: []string{subprotocol},
+		HTTPHeader:   http.Header{"Cookie": {tr.h.Cookie.Name + "=" + cookie}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		if c.Write(ctx, websocket.MessageText, []byte(`{"type":"leave"}`)) != nil {
+			break // the server closed the socket: that is the point
+		}
+	}
+	_ = c.Close(websocket.StatusNormalClosure, "")
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(tr.h.room.metrics.abandoned)
+	families, err := reg.Gather()
+	if err != nil || len(families) != 1 || len(families[0].GetMetric()) != 1 {
+		t.Fatalf("reading the abandoned counter: %v %v", families, err)
+	}
+	if n := families[0].GetMetric()[0].GetCounter().GetValue(); n != 1 {
+		t.Fatalf("one waiter leaving was counted as %v abandonments", n)
+	}
 }
