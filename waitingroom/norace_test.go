@@ -1,0 +1,5 @@
+//go:build !race
+
+package waitingroom
+
+const raceEnabled = false
