@@ -227,7 +227,9 @@ func decodeStrict(r *http.Request, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return apiError(http.StatusBadRequest, fmt.Errorf("malformed JSON: %w", err))
 	}
-	if dec.More() {
+	// Anything after the value, even a lone ] or } (which More does not see), is a
+	// malformed body.
+	if _, err := dec.Token(); err != io.EOF {
 		return apiError(http.StatusBadRequest, errors.New("malformed JSON: more than one value"))
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -161,7 +162,9 @@ func (r *Room) Patch(ctx context.Context, body []byte) (RoomInfo, error) {
 	if err := dec.Decode(&fields); err != nil {
 		return RoomInfo{}, inputErrorf("malformed JSON: %v", err)
 	}
-	if dec.More() {
+	// Anything after the value, even a lone ] or } (which More does not see), is a
+	// malformed body.
+	if _, err := dec.Token(); err != io.EOF {
 		return RoomInfo{}, inputErrorf("malformed JSON: more than one value")
 	}
 	if fields == nil {

@@ -164,7 +164,7 @@ func FuzzRoomPatch(f *testing.F) {
 		if len(body) > 64<<10 {
 			return // the admin module refuses bodies past 64 KiB before Patch sees them
 		}
-		before := tr.h.capacity()
+		before := tr.h.policyAt(tr.clock.Now()).capacity
 		doc, _ := tr.h.store.Overrides(ctx)
 		info, err := room.Patch(ctx, body)
 		if err != nil {
@@ -173,17 +173,17 @@ func FuzzRoomPatch(f *testing.F) {
 				t.Fatalf("Patch(%q): %v is not the caller's error (the memory store cannot fail)", body, err)
 			}
 			after, _ := tr.h.store.Overrides(ctx)
-			if tr.h.capacity() != before || !bytes.Equal(doc, after) {
+			if tr.h.policyAt(tr.clock.Now()).capacity != before || !bytes.Equal(doc, after) {
 				t.Fatalf("rejected Patch(%q) changed the room: capacity %d -> %d, overrides %s -> %s",
-					body, before, tr.h.capacity(), doc, after)
+					body, before, tr.h.policyAt(tr.clock.Now()).capacity, doc, after)
 			}
 			return
 		}
 		if !json.Valid(body) {
 			t.Fatalf("Patch accepted %q, which is not JSON", body)
 		}
-		if info.Capacity != tr.h.capacity() || info.Capacity <= 0 {
-			t.Fatalf("Patch(%q) reports capacity %d, the room runs with %d", body, info.Capacity, tr.h.capacity())
+		if info.Capacity != tr.h.policyAt(tr.clock.Now()).capacity || info.Capacity <= 0 {
+			t.Fatalf("Patch(%q) reports capacity %d, the room runs with %d", body, info.Capacity, tr.h.policyAt(tr.clock.Now()).capacity)
 		}
 	})
 }

@@ -174,14 +174,17 @@ func (hb *hub) readClient(ctx context.Context, cancel context.CancelFunc, c *web
 		if json.Unmarshal(data, &msg) != nil || msg.Type != "leave" {
 			continue // unknown messages are ignored, so the protocol can grow
 		}
-		if _, err := hb.rm.store.Leave(ctx, id); err != nil {
+		left, err := hb.rm.store.Leave(ctx, id)
+		if err != nil {
 			hb.rm.storeError("leave", err)
 			continue
 		}
-		hb.rm.kick()
-		hb.rm.metrics.abandoned.Inc()
-		if ce := hb.rm.logger.Check(zap.DebugLevel, "waiter left the queue"); ce != nil {
-			ce.Write(zap.String("room", hb.rm.h.Name), zap.Stringer("visitor", id))
+		if left { // a repeated leave frees nothing and counts once
+			hb.rm.kick()
+			hb.rm.metrics.abandoned.Inc()
+			if ce := hb.rm.logger.Check(zap.DebugLevel, "waiter left the queue"); ce != nil {
+				ce.Write(zap.String("room", hb.rm.h.Name), zap.Stringer("visitor", id))
+			}
 		}
 		// Other tabs of this waiter learn it at the next push round.
 		s.lose()

@@ -68,7 +68,9 @@ func (k *keyring) seal(t token) string {
 // MAC under every secret, state, expiry) reports false: the request is a new visitor.
 func (k *keyring) open(value string, now time.Time) (token, bool) {
 	var raw [tokenLen]byte
-	if base64.RawURLEncoding.DecodedLen(len(value)) != tokenLen {
+	// An exact length check, not DecodedLen: the decoder skips \r and \n, so a
+	// value with a line break inside would otherwise open as the token without it.
+	if len(value) != base64.RawURLEncoding.EncodedLen(tokenLen) {
 		return token{}, false
 	}
 	if n, err := base64.RawURLEncoding.Decode(raw[:], []byte(value)); err != nil || n != tokenLen {
