@@ -85,16 +85,7 @@ type browserSite struct {
 }
 
 func (s browserSite) config(up *upstream) string {
-	return fmt.Sprintf(`{
-	admin localhost:2999
-	http_port %d
-	https_port 9443
-	grace_period 1ns
-	skip_install_trust
-	local_certs
-	%s
-}
-
+	return liveGlobals("\t"+s.global+"\n") + fmt.Sprintf(`
 http://localhost:%d {
 	%s
 	@room not path /form
@@ -104,7 +95,7 @@ http://localhost:%d {
 	}
 	reverse_proxy %s
 }
-`, livePort, s.global, livePort, s.before, s.room, s.options, strings.TrimPrefix(up.srv.URL, "http://"))
+`, livePort, s.before, s.room, s.options, strings.TrimPrefix(up.srv.URL, "http://"))
 }
 
 func startBrowserSite(t *testing.T, s browserSite) *upstream {

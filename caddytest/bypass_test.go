@@ -15,22 +15,11 @@ import (
 // 127.0.0.1 trusted as a load balancer: the test plays the balancer and says who the
 // client is in X-Forwarded-For, which is how most sites in front of a sale see visitors.
 func liveSiteConfig(site string) string {
-	return fmt.Sprintf(`{
-	admin localhost:2999
-	http_port %d
-	https_port 9443
-	grace_period 1ns
-	skip_install_trust
-	local_certs
-	servers {
-		trusted_proxies static 127.0.0.1/32 ::1/128
-	}
-}
-
+	return liveGlobals("\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32 ::1/128\n\t}\n") + fmt.Sprintf(`
 http://localhost:%d {
 %s
 }
-`, livePort, livePort, site)
+`, livePort, site)
 }
 
 func startSite(t *testing.T, site string) {

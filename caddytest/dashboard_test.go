@@ -17,15 +17,7 @@ import (
 func TestDashboardInBrowser(t *testing.T) {
 	room := uniqueRoom(t)
 	tester := caddytest.NewTester(t)
-	tester.InitServer(fmt.Sprintf(`{
-	admin localhost:2999
-	http_port %d
-	https_port 9443
-	grace_period 1ns
-	skip_install_trust
-	local_certs
-}
-
+	tester.InitServer(liveGlobals("")+fmt.Sprintf(`
 http://localhost:%d {
 	waiting_room {
 		name %s
@@ -40,7 +32,7 @@ http://localhost:9081 {
 		header_up Origin http://localhost:2999
 	}
 }
-`, livePort, livePort, room), "caddyfile")
+`, livePort, room), "caddyfile")
 	if t.Failed() {
 		t.FailNow()
 	}

@@ -261,14 +261,34 @@ func tail(s string, n int) string {
 	return s
 }
 
+// handedOut remembers every port given to a node in this test binary, so no two nodes
+// (nor one node's http and admin listeners) are ever handed the same one.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freeTCPPort returns a loopback port that was free a moment ago and that no other
+// node of this run was given. (The kernel may hand a just-closed port out again, so
+// "free" alone is not enough when a node needs three.)
 func freeTCPPort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no fresh free port in 100 tries")
+	return 0
 }
 
 // roomBlock is a waiting_room covering paths (a path matcher's arguments), on store

@@ -34,17 +34,7 @@ func BenchmarkHTTPRoomVsBare(b *testing.B) {
 		duration = "5s"
 	)
 	tester := caddytest.NewTester(b)
-	tester.InitServer(`{
-	admin localhost:2999
-	http_port 9080
-	https_port 9443
-	grace_period 1ns
-	skip_install_trust
-	local_certs
-	log {
-		level ERROR
-	}
-}
+	tester.InitServer(liveGlobals("\tlog {\n\t\tlevel ERROR\n\t}\n")+`
 http://localhost:9081 {
 	respond "ok"
 }

@@ -51,18 +51,17 @@ func uniqueRoom(t *testing.T) string {
 	return fmt.Sprintf("room%d_%d", time.Now().UnixNano()%1e6, roomSeq.Add(1))
 }
 
+// liveGlobals opens the global options block of every in-process test config (the
+// harness's fixed admin port, our ports, no trust store, instant shutdown); extra
+// global options and the closing brace follow.
+func liveGlobals(extra string) string {
+	return fmt.Sprintf("{\n\tadmin localhost:2999\n\thttp_port %d\n\thttps_port 9443\n\tgrace_period 1ns\n\tskip_install_trust\n\tlocal_certs\n%s}\n", livePort, extra)
+}
+
 // liveConfig is a site with a waiting room in front of a tiny upstream: GET /checkout
 // answers with the revoke command, anything else echoes its path.
 func liveConfig(room string, options string) string {
-	return fmt.Sprintf(`{
-	admin localhost:2999
-	http_port %d
-	https_port 9443
-	grace_period 1ns
-	skip_install_trust
-	local_certs
-}
-
+	return liveGlobals("") + fmt.Sprintf(`
 http://localhost:%d {
 	waiting_room {
 		name %s
@@ -74,7 +73,7 @@ http://localhost:%d {
 	}
 	respond "upstream {path}"
 }
-`, livePort, livePort, room, options)
+`, livePort, room, options)
 }
 
 func startLive(t *testing.T, room, options string) *caddytest.Tester {

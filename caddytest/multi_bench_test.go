@@ -23,29 +23,6 @@ import (
 //
 //	go test -run '^$' -bench MultiRedis -benchtime 1x ./caddytest/
 
-// redisCommands reads INFO commandstats: the script calls (EVALSHA and EVAL: the round
-// trips of the store) and every command Redis ran, those inside scripts included, INFO
-// left out. Pub/Sub deliveries are not commands; PUBLISH inside a script is.
-func redisCommands(tb testing.TB, srv *testredis.Server) (scripts, total int64) {
-	tb.Helper()
-	info, err := srv.Do("INFO", "commandstats")
-	if err != nil {
-		tb.Fatalf("INFO commandstats: %v", err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		name, rest, ok := strings.Cut(line, ":calls=")
-		if !ok || name == "cmdstat_info" {
-			continue
-		}
-		n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-		total += n
-		if name == "cmdstat_evalsha" || name == "cmdstat_eval" {
-			scripts += n
-		}
-	}
-	return scripts, total
-}
-
 // benchInstance is one caddy on its own Redis with the rooms the benchmarks use;
 // /healthz on the same site is the bare Caddy they are compared with.
 func benchInstance(b *testing.B) (*testredis.Server, *node) {
@@ -90,9 +67,9 @@ func BenchmarkMultiRedisHTTPNewVisitors(b *testing.B) {
 		return rps, requests
 	}
 	perJoin := func(path string) (rps, scripts, total float64) {
-		s0, t0 := redisCommands(b, srv)
+		s0, t0 := srv.Commands(b)
 		rps, n := run(path)
-		s1, t1 := redisCommands(b, srv)
+		s1, t1 := srv.Commands(b)
 		return rps, float64(s1-s0) / float64(n), float64(t1-t0) / float64(n)
 	}
 	run("/healthz") // warm up
@@ -137,7 +114,7 @@ func BenchmarkMultiRedisCommandsPerAdmittedRequest(b *testing.B) {
 	}
 	idleScripts, idleTotal, idle := idleRate(b, srv, 2*time.Second)
 
-	s0, t0 := redisCommands(b, srv)
+	s0, t0 := srv.Commands(b)
 	start := time.Now()
 	var next, requests atomic.Int64
 	var wg sync.WaitGroup
@@ -166,7 +143,7 @@ func BenchmarkMultiRedisCommandsPerAdmittedRequest(b *testing.B) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	s1, t1 := redisCommands(b, srv)
+	s1, t1 := srv.Commands(b)
 	n := float64(requests.Load())
 	b.ReportMetric(n/elapsed.Seconds(), "req/s")
 	b.ReportMetric(float64(s1-s0)/n, "evalsha/req")
@@ -179,10 +156,10 @@ func BenchmarkMultiRedisCommandsPerAdmittedRequest(b *testing.B) {
 
 // idleRate measures the commands per second Redis runs while nobody makes a request.
 func idleRate(b *testing.B, srv *testredis.Server, d time.Duration) (scripts, total float64, took time.Duration) {
-	s0, t0 := redisCommands(b, srv)
+	s0, t0 := srv.Commands(b)
 	start := time.Now()
 	time.Sleep(d)
-	s1, t1 := redisCommands(b, srv)
+	s1, t1 := srv.Commands(b)
 	took = time.Since(start)
 	return float64(s1-s0) / took.Seconds(), float64(t1-t0) / took.Seconds(), took
 }

@@ -280,3 +280,26 @@ func do(addr string, args ...string) (string, error) {
 		return "", fmt.Errorf("unexpected reply %q", line)
 	}
 }
+
+// Commands reads INFO commandstats: the scripts run (EVALSHA and EVAL, a store's round
+// trips) and every command Redis ran, those inside scripts included, the INFO calls
+// themselves left out. Pub/Sub deliveries are not commands; PUBLISH inside a script is.
+func (s *Server) Commands(tb testing.TB) (scripts, total int64) {
+	tb.Helper()
+	info, err := s.Do("INFO", "commandstats")
+	if err != nil {
+		tb.Fatalf("INFO commandstats: %v", err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		name, rest, ok := strings.Cut(line, ":calls=")
+		if !ok || name == "cmdstat_info" {
+			continue
+		}
+		n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+		total += n
+		if name == "cmdstat_evalsha" || name == "cmdstat_eval" {
+			scripts += n
+		}
+	}
+	return scripts, total
+}

@@ -14,32 +14,9 @@ import (
 	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
 )
 
-// commands reads INFO commandstats: the scripts run (EVALSHA and EVAL, the round
-// trips of this store) and every command Redis ran, those inside scripts included (the
-// INFO calls themselves left out).
-func commands(b testing.TB, srv *testredis.Server) (scripts, total int64) {
-	b.Helper()
-	info, err := srv.Do("INFO", "commandstats")
-	if err != nil {
-		b.Fatalf("INFO commandstats: %v", err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		name, rest, ok := strings.Cut(line, ":calls=")
-		if !ok || name == "cmdstat_info" {
-			continue
-		}
-		n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-		total += n
-		if name == "cmdstat_evalsha" || name == "cmdstat_eval" {
-			scripts += n
-		}
-	}
-	return scripts, total
-}
-
 // reportCommands reports the commands per operation since (scripts0, total0).
 func reportCommands(b *testing.B, srv *testredis.Server, scripts0, total0 int64, unit string) {
-	scripts, total := commands(b, srv)
+	scripts, total := srv.Commands(b)
 	b.ReportMetric(float64(scripts-scripts0)/float64(b.N), "evalsha/"+unit)
 	b.ReportMetric(float64(total-total0)/float64(b.N), "redis_cmds/"+unit)
 }
@@ -61,7 +38,7 @@ func benchStore(b *testing.B) (*testredis.Server, *roomStore) {
 func BenchmarkJoin(b *testing.B) {
 	srv, s := benchStore(b)
 	ctx, now := context.Background(), time.Now()
-	scripts, total := commands(b, srv)
+	scripts, total := srv.Commands(b)
 	b.ResetTimer()
 	for range b.N {
 		if _, err := s.Join(ctx, waitingroom.NewVisitorID(), now, benchLimits); err != nil {
@@ -77,7 +54,7 @@ func BenchmarkJoin(b *testing.B) {
 func BenchmarkJoinParallel(b *testing.B) {
 	srv, s := benchStore(b)
 	ctx, now := context.Background(), time.Now()
-	scripts, total := commands(b, srv)
+	scripts, total := srv.Commands(b)
 	b.SetParallelism(8)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -101,7 +78,7 @@ func BenchmarkJoinQueued(b *testing.B) {
 			srv, s := benchStore(b)
 			_, _ = fillQueue(b, s, n)
 			ctx, now := context.Background(), time.Now()
-			scripts, total := commands(b, srv)
+			scripts, total := srv.Commands(b)
 			b.ResetTimer()
 			for range b.N {
 				if _, err := s.Join(ctx, waitingroom.NewVisitorID(), now, benchLimits); err != nil {
@@ -161,7 +138,7 @@ func BenchmarkPositions(b *testing.B) {
 				}
 			}
 			out := make([]int, len(tickets))
-			scripts, total := commands(b, srv)
+			scripts, total := srv.Commands(b)
 			b.ResetTimer()
 			for range b.N {
 				if err := s.Positions(ctx, tickets, out); err != nil {
