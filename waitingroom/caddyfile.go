@@ -39,6 +39,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		session_ttl <duration>
 //		queue_ttl   <duration>
 //		status_code <code>
+//		reject_status_code <code>
 //		fail        open|closed
 //		secret      <string> [<previous>...]
 //		template    <file>
@@ -95,7 +96,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "queue_ttl":
 			h.QueueTTL, err = duration(d)
 		case "status_code":
-			h.StatusCode, err = statusCode(d)
+			h.StatusCode, err = statusCode(d, sub)
+		case "reject_status_code":
+			h.RejectStatusCode, err = statusCode(d, sub)
 		case "fail":
 			h.Fail, err = oneArg(d)
 			if err == nil && h.Fail != failOpen && h.Fail != failClosed {
@@ -313,14 +316,14 @@ func duration(d *caddyfile.Dispenser) (caddy.Duration, error) {
 	return caddy.Duration(v), nil
 }
 
-func statusCode(d *caddyfile.Dispenser) (int, error) {
+func statusCode(d *caddyfile.Dispenser, what string) (int, error) {
 	s, err := oneArg(d)
 	if err != nil {
 		return 0, err
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || !slices.Contains(statusCodes, n) {
-		return 0, d.Errf("status_code must be one of 200, 202, 429 or 503, got %q", s)
+		return 0, d.Errf("%s must be one of 200, 202, 429 or 503, got %q", what, s)
 	}
 	return n, nil
 }

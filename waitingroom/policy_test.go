@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
@@ -126,6 +127,26 @@ func TestRejectPage(t *testing.T) {
 	}
 	if !strings.Contains(body, "Sold out for now") || strings.Contains(body, "<script") || strings.Contains(body, "http-equiv=\"refresh\"") {
 		t.Fatalf("reject page is not the static sold-out page:\n%s", body)
+	}
+	// The operator may choose another status for the sold-out answer.
+	tr.h.RejectStatusCode = http.StatusTooManyRequests
+	if w, _ := tr.visit("", "application/json"); w.Code != http.StatusTooManyRequests || !strings.Contains(w.Body.String(), `"status":"rejected"`) {
+		t.Fatalf("reject_status_code 429: %d %s", w.Code, w.Body.String())
+	}
+}
+
+// In random mode the page does not promise arrival order.
+func TestRandomModePageSaysSo(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	tr.visit("", "")
+	w, _ := tr.visit("", "text/html")
+	if !strings.Contains(w.Body.String(), "in the order they arrived") {
+		t.Fatal("fifo page lost its arrival-order promise")
+	}
+	tr.patch(`{"mode":"random"}`)
+	w, _ = tr.visit("", "text/html")
+	if body := w.Body.String(); strings.Contains(body, "in the order they arrived") || !strings.Contains(body, "picked at random") {
+		t.Fatalf("random-mode page still promises arrival order:\n%s", body)
 	}
 }
 
@@ -287,5 +308,16 @@ func TestStatusCodes(t *testing.T) {
 				t.Fatalf("status_code %d (%s): got %d, Retry-After %q", code, accept, w.Code, w.Header().Get("Retry-After"))
 			}
 		}
+	}
+}
+
+func TestRejectStatusCodeParses(t *testing.T) {
+	var h Handler
+	if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser("waiting_room {\n name a\n capacity 1\n reject_status_code 429\n}")); err != nil || h.RejectStatusCode != 429 {
+		t.Fatalf("reject_status_code 429: %v, %d", err, h.RejectStatusCode)
+	}
+	err := new(Handler).UnmarshalCaddyfile(caddyfile.NewTestDispenser("waiting_room {\n name a\n capacity 1\n reject_status_code 418\n}"))
+	if err == nil || !strings.Contains(err.Error(), "reject_status_code must be one of") || !strings.Contains(err.Error(), "Testfile:4") {
+		t.Fatalf("reject_status_code 418: %v", err)
 	}
 }

@@ -110,7 +110,7 @@ func (h *Handler) serveRejected(w http.ResponseWriter, r *http.Request, p policy
 	st := h.room.stats.Load()
 	v := view{Room: h.Name, Status: "rejected", Waiting: st.Waiting, Active: st.Active,
 		Capacity: p.capacity, RefreshSeconds: rejectRetryAfter}
-	return h.respond(w, r, http.StatusServiceUnavailable, v)
+	return h.respond(w, r, h.RejectStatusCode, v)
 }
 
 func (h *Handler) respond(w http.ResponseWriter, r *http.Request, code int, v view) error {

@@ -61,9 +61,12 @@ type Handler struct {
 	QueueTTL caddy.Duration `json:"queue_ttl,omitempty"`
 
 	// StatusCode is the HTTP status of the waiting page and its JSON twin: 200, 202,
-	// 429 or 503. Default: 200. (The reject answer and the "temporarily unavailable"
-	// page are always 503.)
+	// 429 or 503. Default: 200. (The "temporarily unavailable" page is always 503.)
 	StatusCode int `json:"status_code,omitempty"`
+
+	// RejectStatusCode is the HTTP status of the "sold out, come back later" answer of
+	// the reject mode: 200, 202, 429 or 503. Default: 503.
+	RejectStatusCode int `json:"reject_status_code,omitempty"`
 
 	// Fail says what happens to new visitors while the store cannot be reached: "open"
 	// lets them through, "closed" shows the waiting page as temporarily unavailable.
@@ -137,6 +140,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	if h.StatusCode == 0 {
 		h.StatusCode = http.StatusOK
+	}
+	if h.RejectStatusCode == 0 {
+		h.RejectStatusCode = http.StatusServiceUnavailable
 	}
 	if h.Fail == "" {
 		h.Fail = failOpen
@@ -230,6 +236,9 @@ func (h *Handler) Validate() error {
 	}
 	if h.StatusCode != 0 && !slices.Contains(statusCodes, h.StatusCode) {
 		return fmt.Errorf("status_code must be one of 200, 202, 429 or 503, got %d", h.StatusCode)
+	}
+	if h.RejectStatusCode != 0 && !slices.Contains(statusCodes, h.RejectStatusCode) {
+		return fmt.Errorf("reject_status_code must be one of 200, 202, 429 or 503, got %d", h.RejectStatusCode)
 	}
 	if h.Mode != "" {
 		if err := checkMode(h.Mode); err != nil {
