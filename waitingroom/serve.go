@@ -111,7 +111,7 @@ func (h *Handler) queue(w http.ResponseWriter, r *http.Request, keys *keyring, i
 // passAdmitted hands the request on, watching the response for the upstream's revoke
 // command.
 func (h *Handler) passAdmitted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, id VisitorID) error {
-	rw := &revokeWatcher{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, r: r, id: id}
+	rw := &revokeWatcher{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, r: r, id: id}
 	return next.ServeHTTP(rw, r)
 }
 
@@ -130,11 +130,11 @@ const commandHeader = "Waiting-Room-Command"
 // "Waiting-Room-Command: revoke" (after a checkout, say), and never lets that header
 // reach the client.
 type revokeWatcher struct {
-	*caddyhttp.ResponseWriterWrapper
-	h           *Handler
-	r           *http.Request
-	id          VisitorID
-	wroteHeader bool
+	caddyhttp.ResponseWriterWrapper // by value: one allocation per admitted request, not two
+	h                               *Handler
+	r                               *http.Request
+	id                              VisitorID
+	wroteHeader                     bool
 }
 
 func (rw *revokeWatcher) WriteHeader(code int) {

@@ -33,13 +33,14 @@ const (
 	tokenVersion = 1
 	tokenBody    = 1 + 1 + 16 + 8 + 8
 	tokenLen     = tokenBody + sha256.Size
+	tokenText    = (tokenLen*8 + 5) / 6 // base64url, unpadded
 )
 
 // keyring signs with the first secret and accepts any of them, so a secret can be
 // rotated without sending every admitted visitor back to the queue.
 type keyring struct {
 	room  string
-	macs  []*sync.Pool // one pool of hash.Hash per secret; HMAC setup is not free
+	macs  []*sync.Pool // one pool of *mac per secret; HMAC setup is not free
 	label []byte       // "waiting_room\x00" + room + "\x00"
 }
 
@@ -47,7 +48,7 @@ func newKeyring(room string, secrets [][]byte) *keyring {
 	k := &keyring{room: room, label: []byte("waiting_room\x00" + room + "\x00")}
 	for _, s := range secrets {
 		secret := s
-		k.macs = append(k.macs, &sync.Pool{New: func() any { return hmac.New(sha256.New, secret) }})
+		k.macs = append(k.macs, &sync.Pool{New: func() any { return &mac{h: hmac.New(sha256.New, secret)} }})
 	}
 	return k
 }
@@ -66,23 +67,25 @@ func (k *keyring) seal(t token) string {
 
 // open verifies a cookie value and returns its token. Anything wrong (shape, version,
 // MAC under every secret, state, expiry) reports false: the request is a new visitor.
+// It is the admitted visitor's hot path, so it allocates nothing.
 func (k *keyring) open(value string, now time.Time) (token, bool) {
-	var raw [tokenLen]byte
 	// An exact length check, not DecodedLen: the decoder skips \r and \n, so a
 	// value with a line break inside would otherwise open as the token without it.
-	if len(value) != base64.RawURLEncoding.EncodedLen(tokenLen) {
+	if len(value) != tokenText {
 		return token{}, false
 	}
-	if n, err := base64.RawURLEncoding.Decode(raw[:], []byte(value)); err != nil || n != tokenLen {
+	var text [tokenText]byte
+	copy(text[:], value)
+	var raw [tokenLen]byte
+	if n, err := base64.RawURLEncoding.Decode(raw[:], text[:]); err != nil || n != tokenLen {
 		return token{}, false
 	}
 	if raw[0] != tokenVersion {
 		return token{}, false
 	}
-	var mac [sha256.Size]byte
 	verified := false
 	for i := range k.macs {
-		if hmac.Equal(k.sum(i, raw[:tokenBody], mac[:0]), raw[tokenBody:]) {
+		if k.verify(i, raw[:tokenBody], raw[tokenBody:]) {
 			verified = true
 			break
 		}
@@ -103,13 +106,33 @@ func (k *keyring) open(value string, now time.Time) (token, bool) {
 	return t, true
 }
 
+// mac is a pooled HMAC state with room for its input and sum: what is written to a
+// hash.Hash escapes, so the caller's stack buffers are copied here rather than
+// moved to the heap on every request.
+type mac struct {
+	h    hash.Hash
+	body [tokenBody]byte
+	sum  [sha256.Size]byte
+}
+
 // sum appends the MAC of body under secret i to dst.
 func (k *keyring) sum(i int, body, dst []byte) []byte {
-	h := k.macs[i].Get().(hash.Hash)
-	h.Reset()
-	h.Write(k.label)
-	h.Write(body)
-	dst = h.Sum(dst)
-	k.macs[i].Put(h)
-	return dst
+	m := k.macs[i].Get().(*mac)
+	defer k.macs[i].Put(m)
+	return append(dst, m.compute(k.label, body)...)
+}
+
+// verify reports, in constant time, whether tag is the MAC of body under secret i.
+func (k *keyring) verify(i int, body, tag []byte) bool {
+	m := k.macs[i].Get().(*mac)
+	defer k.macs[i].Put(m)
+	return hmac.Equal(m.compute(k.label, body), tag)
+}
+
+func (m *mac) compute(label, body []byte) []byte {
+	n := copy(m.body[:], body)
+	m.h.Reset()
+	m.h.Write(label)
+	m.h.Write(m.body[:n])
+	return m.h.Sum(m.sum[:0])
 }
