@@ -81,7 +81,7 @@ func newTestRoomWith(t testing.TB, capacity int, configure func(*Handler)) *test
 		cancel()
 		_ = h.Cleanup()
 	})
-	return &testRoom{t: t, h: h, clock: clk}
+	return &testRoom{t: t, h: h, clock: h.clock.(*fakeClock)} // configure may share a clock
 }
 
 // visit makes one request with the given cookie ("" for none) and Accept header, and

@@ -10,9 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"go.uber.org/zap"
 )
 
 // Line-jumping: nothing a client can put in a request gets it past a full room or
@@ -22,25 +20,7 @@ import (
 // secret, a shared name, a shared clock).
 func newRoomWith(t testing.TB, configure func(h *Handler)) *testRoom {
 	t.Helper()
-	h := &Handler{
-		Name:       t.Name() + "-" + NewVisitorID().String()[:8],
-		Capacity:   1,
-		SessionTTL: caddy.Duration(time.Minute),
-		QueueTTL:   caddy.Duration(30 * time.Second),
-		clock:      &fakeClock{now: time.Unix(1_800_000_000, 0)},
-	}
-	configure(h)
-	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
-	if err := h.Provision(ctx); err != nil {
-		t.Fatal(err)
-	}
-	h.logger = zap.NewNop()
-	h.room.logger = h.logger
-	t.Cleanup(func() {
-		cancel()
-		_ = h.Cleanup()
-	})
-	return &testRoom{t: t, h: h, clock: h.clock.(*fakeClock)}
+	return newTestRoomWith(t, 1, configure)
 }
 
 // fill takes the room's only slot and queues n waiters behind it; it returns the
