@@ -13,7 +13,7 @@ var PreviewStates = []string{"queued", "prequeue", "rejected", "unavailable"}
 // Preview renders the room's waiting page (the operator's template, if any) in state
 // with sample numbers: position (1 and up) in a line of at least 4x as many people,
 // the first visitors' ETA at one admission per second, a ten-minute countdown for the
-// pre-queue. lang is an Accept-Language value. It returns the page and the nonce its
+// pre-queue. lang is an Accept-Language value; empty means the room's own language. It returns the page and the nonce its
 // Content-Security-Policy must allow.
 func (r *Room) Preview(state string, position int, lang string) (page []byte, nonce string, err error) {
 	if !slices.Contains(PreviewStates, state) {
@@ -45,7 +45,11 @@ func (r *Room) Preview(state string, position int, lang string) (page []byte, no
 	case "unavailable":
 		v.Position, v.Waiting, v.Active, v.ETASeconds = 0, 0, 0, nil
 	}
-	data := h.pageData(v, assets.Negotiate(lang), p.mode)
+	tag := assets.Negotiate(lang)
+	if lang == "" && h.Lang != "" {
+		tag = h.Lang // the room's fixed language, unless the preview asks for another
+	}
+	data := h.pageData(v, tag, p.mode)
 	page, err = h.renderPage(data)
 	return page, data.Nonce, err
 }
