@@ -79,41 +79,53 @@ local function queued_status(ticket, now)
 end
 `
 
-// joinScript: ARGV id, now, capacity, session TTL (ms), rate count, rate window (ms),
-// hold (1: admit nobody), no queue (1: turn away instead of queueing). Returns {state,
-// ticket, position}; state 3 is "rejected".
+// joinScript takes a batch of new visitors in one round trip. ARGV: capacity, session
+// TTL (ms), rate count, rate window (ms), hold, no-queue, then (id, now) pairs. Returns
+// {state, ticket, position} per visitor, in order: each is decided exactly as if it had
+// come alone, one after the other, inside one atomic script.
 var joinScript = redis.NewScript(prelude + `
-local id, now, cap, sttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local rate_n, rate_per, hold, noqueue = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
-if redis.call('ZSCORE', active, id) then return {2, 0, 0} end
-local t = redis.call('ZSCORE', queue, id)
-if t then return queued_status(tonumber(t), now) end
+local cap, sttl = tonumber(ARGV[1]), tonumber(ARGV[2])
+local rate_n, rate_per, hold, noqueue = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5] == '1', ARGV[6] == '1'
 
-redis.call('ZREMRANGEBYSCORE', active, '-inf', now - sttl)
-local waiting = redis.call('ZCARD', queue)
-if waiting == 0 and not hold and redis.call('ZCARD', active) < cap and rate_budget(now, rate_n, rate_per) ~= 0 then
-  redis.call('ZADD', active, now, id)
-  redis.call('HINCRBY', meta, 'admitted_total', 1)
-  rate_record(now, rate_n, rate_per, 1)
-  return {2, 0, 0}
-end
-if noqueue then return {3, 0, 0} end
+local function join(id, now)
+  if redis.call('ZSCORE', active, id) then return {2, 0, 0} end
+  local t = redis.call('ZSCORE', queue, id)
+  if t then return queued_status(tonumber(t), now) end
 
-t = redis.call('HINCRBY', meta, 'ticket', 1)
-local base, epoch
-if waiting == 0 then
-  base, epoch = t, now
-  redis.call('HSET', meta, 'base', base, 'epoch', epoch)
-  redis.call('DEL', live, heard, buckets)
-else
-  base, epoch = epoch_of()
+  redis.call('ZREMRANGEBYSCORE', active, '-inf', now - sttl)
+  local waiting = redis.call('ZCARD', queue)
+  if waiting == 0 and not hold and redis.call('ZCARD', active) < cap and rate_budget(now, rate_n, rate_per) ~= 0 then
+    redis.call('ZADD', active, now, id)
+    redis.call('HINCRBY', meta, 'admitted_total', 1)
+    rate_record(now, rate_n, rate_per, 1)
+    return {2, 0, 0}
+  end
+  if noqueue then return {3, 0, 0} end
+
+  t = redis.call('HINCRBY', meta, 'ticket', 1)
+  local base, epoch
+  if waiting == 0 then
+    base, epoch = t, now
+    redis.call('HSET', meta, 'base', base, 'epoch', epoch)
+    redis.call('DEL', live, heard, buckets)
+  else
+    base, epoch = epoch_of()
+  end
+  local off, r = t - base, rel(now, epoch)
+  redis.call('SETBIT', live, off, 1)
+  redis.call('SETRANGE', heard, off * 4, struct.pack('>I4', r))
+  redis.call('ZADD', buckets, 'LT', r, math.floor(off / BUCKET))
+  redis.call('ZADD', queue, t, id)
+  return {1, t, waiting + 1}
 end
-local off, r = t - base, rel(now, epoch)
-redis.call('SETBIT', live, off, 1)
-redis.call('SETRANGE', heard, off * 4, struct.pack('>I4', r))
-redis.call('ZADD', buckets, 'LT', r, math.floor(off / BUCKET))
-redis.call('ZADD', queue, t, id)
-return {1, t, waiting + 1}
+
+local out = {}
+for i = 7, #ARGV, 2 do
+  local r = join(ARGV[i], tonumber(ARGV[i + 1]))
+  local n = #out
+  out[n + 1], out[n + 2], out[n + 3] = r[1], r[2], r[3]
+end
+return out
 `)
 
 // statusScript: ARGV id, now. Returns {state, ticket, position}; hears a waiter.

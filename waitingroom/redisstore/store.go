@@ -30,6 +30,7 @@ type roomStore struct {
 	secret    string
 	overrides string
 	timeout   time.Duration
+	joins     joinBatcher
 }
 
 var _ waitingroom.Store = (*roomStore)(nil)
@@ -53,15 +54,6 @@ func (s *roomStore) run(ctx context.Context, script *redis.Script, args ...any) 
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	return script.Run(ctx, s.shared.client, s.keys, args...)
-}
-
-func (s *roomStore) Join(ctx context.Context, id waitingroom.VisitorID, now time.Time, lim waitingroom.Limits) (waitingroom.Status, error) {
-	res, err := s.run(ctx, joinScript, id[:], now.UnixMilli(), lim.Capacity, lim.SessionTTL.Milliseconds(),
-		lim.Rate, lim.RatePer.Milliseconds(), flag(lim.Hold), flag(lim.NoQueue)).Int64Slice()
-	if err != nil {
-		return waitingroom.Status{}, fmt.Errorf("joining room: %w", err)
-	}
-	return toStatus(res)
 }
 
 func (s *roomStore) Status(ctx context.Context, id waitingroom.VisitorID, now time.Time) (waitingroom.Status, error) {

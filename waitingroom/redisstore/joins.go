@@ -1,0 +1,101 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
+)
+
+// maxJoinBatch bounds the visitors one join script takes, so one call never holds
+// Redis for long.
+const maxJoinBatch = 128
+
+// joinBatcher turns the joins that arrive while a join round trip is in flight into
+// the next round trip's batch. A lone visitor costs one script call, as before; under
+// a surge, one call takes many visitors, which saves Redis and both ends of the
+// connection a request each. There is no goroutine while nobody joins: the first
+// arrival starts a drain that ends when nothing is pending.
+type joinBatcher struct {
+	mu       sync.Mutex
+	pending  []*joinRequest
+	draining bool
+}
+
+type joinRequest struct {
+	id   waitingroom.VisitorID
+	now  time.Time
+	lim  waitingroom.Limits
+	done chan joinResult // buffered: the drain never waits for a caller that gave up
+}
+
+type joinResult struct {
+	status waitingroom.Status
+	err    error
+}
+
+// Join takes a brand-new visitor (see waitingroom.Store).
+func (s *roomStore) Join(ctx context.Context, id waitingroom.VisitorID, now time.Time, lim waitingroom.Limits) (waitingroom.Status, error) {
+	req := &joinRequest{id: id, now: now, lim: lim, done: make(chan joinResult, 1)}
+	b := &s.joins
+	b.mu.Lock()
+	b.pending = append(b.pending, req)
+	start := !b.draining
+	b.draining = true
+	b.mu.Unlock()
+	if start {
+		go s.drainJoins()
+	}
+	select {
+	case r := <-req.done:
+		return r.status, r.err
+	case <-ctx.Done():
+		return waitingroom.Status{}, fmt.Errorf("joining room: %w", ctx.Err())
+	}
+}
+
+// drainJoins runs join scripts until nothing is pending. Requests with different limits
+// (a reload or an admin change between them) go in separate calls.
+func (s *roomStore) drainJoins() {
+	b := &s.joins
+	for {
+		b.mu.Lock()
+		if len(b.pending) == 0 {
+			b.draining = false
+			b.mu.Unlock()
+			return
+		}
+		n := 1
+		for n < len(b.pending) && n < maxJoinBatch && b.pending[n].lim == b.pending[0].lim {
+			n++
+		}
+		batch := b.pending[:n:n]
+		b.pending = append([]*joinRequest(nil), b.pending[n:]...)
+		b.mu.Unlock()
+		s.joinBatch(batch)
+	}
+}
+
+func (s *roomStore) joinBatch(batch []*joinRequest) {
+	lim := batch[0].lim
+	args := make([]any, 0, 6+2*len(batch))
+	args = append(args, lim.Capacity, lim.SessionTTL.Milliseconds(), lim.Rate, lim.RatePer.Milliseconds(),
+		flag(lim.Hold), flag(lim.NoQueue))
+	for _, r := range batch {
+		args = append(args, r.id[:], r.now.UnixMilli())
+	}
+	res, err := s.run(context.Background(), joinScript, args...).Int64Slice()
+	if err == nil && len(res) != 3*len(batch) {
+		err = fmt.Errorf("unexpected reply of %d numbers for %d visitors", len(res), len(batch))
+	}
+	for i, r := range batch {
+		if err != nil {
+			r.done <- joinResult{err: fmt.Errorf("joining room: %w", err)}
+			continue
+		}
+		st, e := toStatus(res[3*i : 3*i+3])
+		r.done <- joinResult{status: st, err: e}
+	}
+}
