@@ -154,3 +154,12 @@ func benchRequests(b *testing.B, serve func(http.ResponseWriter, *http.Request),
 		}
 	})
 }
+
+func BenchmarkChainNewVisitorQueued(b *testing.B) {
+	// Capacity 1 and taken: every new visitor joins the queue and gets the waiting page.
+	tr := newBenchRoom(b, 1)
+	tr.visit("", "")
+	next := okHandler()
+	benchRequests(b, func(w http.ResponseWriter, r *http.Request) { _ = tr.h.ServeHTTP(w, r, next) }, "")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "visitors/s")
+}
