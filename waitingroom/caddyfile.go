@@ -44,6 +44,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		secret      <string> [<previous>...]
 //		template    <file>
 //		lang        <tag>
+//		max_joins_per_ip       <n> [<window>]
+//		max_connections_per_ip <n>
 //		cookie {
 //			name      <name>
 //			domain    <domain>
@@ -112,6 +114,13 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Secret, h.PreviousSecrets = args[0], args[1:]
 		case "template":
 			h.Template, err = oneArg(d)
+		case "max_joins_per_ip":
+			err = h.parseMaxJoins(d)
+		case "max_connections_per_ip":
+			if h.PerIP == nil {
+				h.PerIP = new(PerIP)
+			}
+			h.PerIP.MaxConnections, err = positiveInt(d, sub)
 		case "lang":
 			h.Lang, err = oneArg(d)
 			if err == nil && !assets.Supported(h.Lang) {
@@ -133,6 +142,30 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	}
 	if h.Capacity == 0 {
 		return missingCapacity
+	}
+	return nil
+}
+
+// parseMaxJoins reads `max_joins_per_ip <n> [<window>]`.
+func (h *Handler) parseMaxJoins(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) < 1 || len(args) > 2 {
+		return d.ArgErr()
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n <= 0 {
+		return d.Errf("max_joins_per_ip must be a whole number greater than 0, got %q", args[0])
+	}
+	if h.PerIP == nil {
+		h.PerIP = new(PerIP)
+	}
+	h.PerIP.MaxJoins = n
+	if len(args) == 2 {
+		window, err := caddy.ParseDuration(args[1])
+		if err != nil || window <= 0 {
+			return d.Errf("bad window %q: want a positive duration such as 1m", args[1])
+		}
+		h.PerIP.JoinWindow = caddy.Duration(window)
 	}
 	return nil
 }

@@ -40,6 +40,7 @@ type room struct {
 	overrides atomic.Pointer[Overrides] // last runtime settings the loop read
 	est       *estimator
 	hub       *hub
+	ips       *ipCounters
 	metrics   *roomMetrics
 
 	// touched maps a VisitorID to the *atomic.Int64 unix-nano time this instance last
@@ -69,6 +70,7 @@ func newRoom(h *Handler, secrets [][]byte, m *roomMetrics) *room {
 		logger:  h.logger,
 		est:     newEstimator(),
 		metrics: m,
+		ips:     newIPCounters(),
 		kickCh:  make(chan struct{}, 1),
 	}
 	rm.stats.Store(&Stats{})
@@ -119,6 +121,9 @@ func (rm *room) run(ctx context.Context) {
 		case <-rm.kickCh:
 		case <-prune.C:
 			rm.pruneTouched()
+			if p := rm.h.PerIP; p != nil {
+				rm.ips.prune(rm.h.clock.Now(), time.Duration(p.JoinWindow))
+			}
 			continue
 		}
 		rm.tick(ctx)

@@ -68,6 +68,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		}
 	}
 
+	if cap := h.PerIP; cap != nil && cap.MaxJoins > 0 &&
+		!rm.ips.allowJoin(clientAddr(r), now, cap.MaxJoins, time.Duration(cap.JoinWindow)) {
+		return tooMany(w, time.Duration(cap.JoinWindow))
+	}
 	id := NewVisitorID()
 	rm.drawLots(r.Context(), p) // an event's lottery comes before its first new arrival
 	st, err := rm.store.Join(r.Context(), id, now, h.limitsFor(p))

@@ -112,6 +112,13 @@ func (s *socket) take() (v *view, admitted, lost, closing bool) {
 // serve upgrades a waiter's request and keeps the socket until the waiter is admitted,
 // leaves, loses the place, or the room shuts down.
 func (hb *hub) serve(w http.ResponseWriter, r *http.Request, id VisitorID, st Status) error {
+	if cap := hb.rm.h.PerIP; cap != nil && cap.MaxConnections > 0 {
+		addr := clientAddr(r)
+		if !hb.rm.ips.openConn(addr, cap.MaxConnections) {
+			return tooMany(w, time.Duration(hb.rm.h.refreshSeconds())*time.Second)
+		}
+		defer hb.rm.ips.closeConn(addr)
+	}
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{subprotocol}})
 	if err != nil {
 		return nil // Accept has answered the request (bad handshake or cross-origin)

@@ -89,6 +89,10 @@ type Handler struct {
 	// page. It is parsed at provision time, so a broken template fails `caddy validate`.
 	Template string `json:"template,omitempty"`
 
+	// PerIP caps what one client address may do (new visitors per window, open
+	// WebSockets). Off by default.
+	PerIP *PerIP `json:"per_ip,omitempty"`
+
 	// Lang fixes the waiting page's language for every visitor: one of en, ko, ja, zh
 	// (Simplified Chinese), es, de, fr. Default: each visitor's Accept-Language picks
 	// among them, and English is the fallback.
@@ -151,6 +155,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.Cookie = new(Cookie)
 	}
 	h.Cookie.setDefaults(h.Name)
+	if h.PerIP != nil && h.PerIP.JoinWindow == 0 {
+		h.PerIP.JoinWindow = caddy.Duration(time.Minute)
+	}
 	if err := h.Validate(); err != nil {
 		return err
 	}
@@ -236,6 +243,9 @@ func (h *Handler) Validate() error {
 	}
 	if h.StatusCode != 0 && !slices.Contains(statusCodes, h.StatusCode) {
 		return fmt.Errorf("status_code must be one of 200, 202, 429 or 503, got %d", h.StatusCode)
+	}
+	if h.PerIP != nil && (h.PerIP.MaxJoins < 0 || h.PerIP.MaxConnections < 0 || h.PerIP.JoinWindow < 0) {
+		return fmt.Errorf("per_ip caps must not be negative")
 	}
 	if h.RejectStatusCode != 0 && !slices.Contains(statusCodes, h.RejectStatusCode) {
 		return fmt.Errorf("reject_status_code must be one of 200, 202, 429 or 503, got %d", h.RejectStatusCode)

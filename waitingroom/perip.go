@@ -1,0 +1,115 @@
+package waitingroom
+
+import (
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+// PerIP are optional caps per client address, against floods from one machine. They
+// are per instance (a fleet of n instances allows up to n times as much), kept in
+// memory, and off by default: many real visitors can share one address behind a
+// carrier-grade NAT, an office or a campus, so set them generously.
+type PerIP struct {
+	// MaxJoins is how many new visitors one address may start per JoinWindow. Over it,
+	// the answer is 429 with Retry-After, and nothing is stored or counted. 0: no cap.
+	MaxJoins int `json:"max_joins,omitempty"`
+
+	// JoinWindow is the window of MaxJoins. Default: 1m.
+	JoinWindow caddy.Duration `json:"join_window,omitempty"`
+
+	// MaxConnections is how many waiting-page WebSockets one address may hold open at
+	// once. Over it, the upgrade is refused with 429 and the page falls back to
+	// polling. 0: no cap.
+	MaxConnections int `json:"max_connections,omitempty"`
+}
+
+// clientAddr is the request's client address as Caddy determined it (after
+// trusted_proxies), or the peer address.
+func clientAddr(r *http.Request) string {
+	if ip, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
+		return ip
+	}
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}
+
+// ipCounters keeps the per-address join windows and open connections of one room.
+type ipCounters struct {
+	mu    sync.Mutex
+	joins map[string]*joinWindow
+	conns map[string]int
+}
+
+type joinWindow struct {
+	start time.Time
+	n     int
+}
+
+func newIPCounters() *ipCounters {
+	return &ipCounters{joins: make(map[string]*joinWindow), conns: make(map[string]int)}
+}
+
+// allowJoin counts a join from addr and reports whether it is within max per window.
+func (c *ipCounters) allowJoin(addr string, now time.Time, max int, window time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.joins[addr]
+	if w == nil || now.Sub(w.start) >= window {
+		w = &joinWindow{start: now}
+		c.joins[addr] = w
+	}
+	if w.n >= max {
+		return false
+	}
+	w.n++
+	return true
+}
+
+// openConn counts an open socket from addr unless max are open already.
+func (c *ipCounters) openConn(addr string, max int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conns[addr] >= max {
+		return false
+	}
+	c.conns[addr]++
+	return true
+}
+
+func (c *ipCounters) closeConn(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conns[addr]--; c.conns[addr] <= 0 {
+		delete(c.conns, addr)
+	}
+}
+
+// prune forgets join windows that have ended, so the map holds recent addresses only.
+func (c *ipCounters) prune(now time.Time, window time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for addr, w := range c.joins {
+		if now.Sub(w.start) >= window {
+			delete(c.joins, addr)
+		}
+	}
+}
+
+// tooMany answers a request over a per-address cap: nothing is stored or counted.
+func tooMany(w http.ResponseWriter, retryAfter time.Duration) error {
+	hdr := w.Header()
+	hdr.Set("Retry-After", strconv.Itoa(int(max(retryAfter, time.Second)/time.Second)))
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, err := w.Write([]byte("Too many requests from your address. Please try again shortly.\n"))
+	return err
+}

@@ -1,0 +1,105 @@
+package waitingroom
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/coder/websocket"
+)
+
+// visitFrom is a new visitor's request from the given address.
+func (tr *testRoom) visitFrom(addr string) *httptest.ResponseRecorder {
+	tr.t.Helper()
+	r := httptest.NewRequest(http.MethodGet, "http://shop.example/", nil)
+	r.RemoteAddr = addr + ":40000"
+	r.Header.Set("Accept", "application/json")
+	w := httptest.NewRecorder()
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
+	if err := tr.h.ServeHTTP(w, r, next); err != nil {
+		tr.t.Fatal(err)
+	}
+	return w
+}
+
+// One address may start at most max_joins_per_ip new visitors per window; the ones
+// over it are turned away with 429 and leave no trace in the room. Other addresses,
+// and the same address after the window, are unaffected.
+func TestMaxJoinsPerIP(t *testing.T) {
+	tr := newTestRoomWith(t, 1, func(h *Handler) {
+		h.PerIP = &PerIP{MaxJoins: 3, JoinWindow: caddy.Duration(time.Minute)}
+	})
+	for i := range 3 {
+		if w := tr.visitFrom("203.0.113.7"); w.Code == http.StatusTooManyRequests {
+			t.Fatalf("join %d of 3 refused", i+1)
+		}
+	}
+	before, _ := tr.h.store.Stats(context.Background())
+	w := tr.visitFrom("203.0.113.7")
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" || len(w.Result().Cookies()) != 0 {
+		t.Fatalf("fourth join from one address: %d, Retry-After %q, cookies %v", w.Code, w.Header().Get("Retry-After"), w.Result().Cookies())
+	}
+	if after, _ := tr.h.store.Stats(context.Background()); after != before {
+		t.Fatalf("a refused join changed the room: %+v -> %+v", before, after)
+	}
+	if w := tr.visitFrom("198.51.100.9"); w.Code == http.StatusTooManyRequests {
+		t.Fatal("another address was refused")
+	}
+	tr.clock.Advance(time.Minute)
+	if w := tr.visitFrom("203.0.113.7"); w.Code == http.StatusTooManyRequests {
+		t.Fatal("the address was still refused after its window")
+	}
+}
+
+// One address may hold at most max_connections_per_ip waiting WebSockets; the next
+// upgrade is refused with 429 (the page falls back to polling), and a slot frees when a
+// socket closes.
+func TestMaxConnectionsPerIP(t *testing.T) {
+	tr := newTestRoomWith(t, 1, func(h *Handler) { h.PerIP = &PerIP{MaxConnections: 2} })
+	tr.visit("", "")
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _ = tr.h.ServeHTTP(w, r, next) }))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dial := func() (*websocket.Conn, *http.Response, error) {
+		_, cookie := tr.visit("", "application/json")
+		return websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{
+			Subprotocols: []string{subprotocol},
+			HTTPHeader:   http.Header{"Cookie": {tr.h.Cookie.Name + "=" + cookie}},
+		})
+	}
+	var open []*websocket.Conn
+	for i := range 2 {
+		c, _, err := dial()
+		if err != nil {
+			t.Fatalf("socket %d of 2: %v", i+1, err)
+		}
+		if _, _, err := c.Read(ctx); err != nil { // the first position: the socket is registered
+			t.Fatal(err)
+		}
+		open = append(open, c)
+	}
+	if _, resp, err := dial(); err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("third socket from one address: %v %v", resp, err)
+	}
+	open[0].Close(websocket.StatusNormalClosure, "")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, _, err := dial()
+		if err == nil {
+			c.CloseNow()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no socket allowed after one closed: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	open[1].CloseNow()
+}
