@@ -320,3 +320,97 @@ func cspDirectives(csp string) map[string]string {
 	}
 	return dirs
 }
+
+// The room's cookie stays out of page scripts (HttpOnly), off cross-site subrequests
+// and posts (SameSite=Lax), and off plain HTTP once it was set over TLS (Secure).
+func TestCookieAttributes(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	for _, tc := range []struct {
+		name   string
+		tls    bool
+		state  string
+		secure bool
+	}{
+		{"admitted over http", false, "admitted", false},
+		{"queued over http", false, "queued", false},
+		{"queued over https", true, "queued", true},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "http://shop.example/tickets", nil)
+		if tc.tls {
+			r = httptest.NewRequest(http.MethodGet, "https://shop.example/tickets", nil)
+		}
+		r.Header.Set("Accept", acceptJSON)
+		w := httptest.NewRecorder()
+		if err := tr.h.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })); err != nil {
+			t.Fatal(err)
+		}
+		cookies := w.Result().Cookies()
+		if len(cookies) != 1 || cookies[0].Name != tr.h.Cookie.Name {
+			t.Fatalf("%s: cookies %v", tc.name, cookies)
+		}
+		c := cookies[0]
+		if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Secure != tc.secure || c.Path != "/" || c.Domain != "" {
+			t.Errorf("%s: cookie %s; want HttpOnly, SameSite=Lax, Secure %v, Path=/, no Domain", tc.name, c, tc.secure)
+		}
+		if queued := strings.Contains(w.Body.String(), `"queued"`); queued != (tc.state == "queued") {
+			t.Errorf("%s: answer %q", tc.name, w.Body.String())
+		}
+	}
+}
+
+// What the cookie cannot do: it is a bearer token. A copied queued cookie is the same
+// place (two people, one place: the line does not grow and nobody behind is passed),
+// and a copied admitted cookie lets its holder in for the rest of the session, on one
+// slot. A revoke (or the session's end) stops every copy at once.
+func TestCopiedCookieIsOnePlaceAndOneSlot(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	_, holder := tr.visit("", "")
+	_, waiter := tr.visit("", "")
+	_, behind := tr.visit("", "")
+	copied := waiter // the waiter hands its cookie to a friend
+	if a, b := tr.queued(waiter), tr.queued(copied); a.Position != 1 || b.Position != 1 {
+		t.Fatalf("a copied cookie: places %d and %d, want the same place 1", a.Position, b.Position)
+	}
+	if v := tr.queued(behind); v.Position != 2 {
+		t.Fatalf("the waiter behind is at %d, want 2", v.Position)
+	}
+	if st, _ := tr.h.store.Stats(t.Context()); st.Waiting != 2 {
+		t.Fatalf("%d waiting, want 2: the copy took a place of its own", st.Waiting)
+	}
+
+	// The holder checks out; the waiter is admitted, and anyone with a copy of its
+	// admitted cookie gets in on the same slot.
+	revoke := func(cookie string) {
+		tr.respond = func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(commandHeader, "revoke")
+			w.WriteHeader(http.StatusOK)
+		}
+		tr.visit(cookie, "")
+		tr.respond = nil
+		tr.step()
+	}
+	revoke(holder)
+	w, admitted := tr.visit(waiter, "")
+	if w.Body.String() != "upstream" || admitted == waiter {
+		t.Fatalf("the head was not admitted: %q", w.Body.String())
+	}
+	copied = admitted
+	for range 3 {
+		if w, _ := tr.visit(copied, ""); w.Body.String() != "upstream" {
+			t.Fatalf("a copy of an admitted cookie was stopped: %q", w.Body.String())
+		}
+	}
+	if st, _ := tr.h.store.Stats(t.Context()); st.Active != 1 || st.Waiting != 1 {
+		t.Fatalf("store: %d active, %d waiting; want 1 and 1", st.Active, st.Waiting)
+	}
+
+	// Revoked: the session is over for every copy, on this instance too.
+	revoke(admitted)
+	for _, c := range []string{admitted, copied, waiter} {
+		before := tr.passed.Load()
+		tr.visit(c, "application/json")
+		if tr.passed.Load() != before {
+			t.Fatal("a copy of a revoked cookie still got in")
+		}
+	}
+}
