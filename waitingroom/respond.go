@@ -118,9 +118,11 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, code int, v vi
 	hdr.Set("Cache-Control", "no-store")
 	hdr.Set("Retry-After", strconv.Itoa(v.RefreshSeconds))
 	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("Referrer-Policy", "no-referrer")
 	hdr.Add("Vary", "Accept, Accept-Language")
 	if prefersJSON(r.Header.Get("Accept")) {
 		hdr.Set("Content-Type", "application/json")
+		hdr.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'") // data, never a document
 		w.WriteHeader(code)
 		return json.NewEncoder(w).Encode(v)
 	}
