@@ -372,3 +372,23 @@ func TestLangOverride(t *testing.T) {
 		}
 	}
 }
+
+// A revoke from a handler that writes nothing (say, it returns an error) still ends
+// the session, and the header still never reaches the client.
+func TestRevokeWithoutABody(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	_, buyer := tr.visit("", "")
+	_, waiter := tr.visit("", "")
+	tr.respond = func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Waiting-Room-Command", "revoke")
+	}
+	w, _ := tr.visit(buyer, "")
+	tr.respond = nil
+	if w.Header().Get("Waiting-Room-Command") != "" {
+		t.Fatal("the revoke command reached the client")
+	}
+	tr.step()
+	if w, _ := tr.visit(waiter, ""); w.Body.String() != "upstream" {
+		t.Fatalf("the waiter was not admitted after a body-less revoke: %q", w.Body.String())
+	}
+}

@@ -116,7 +116,13 @@ func (h *Handler) queue(w http.ResponseWriter, r *http.Request, keys *keyring, i
 // command.
 func (h *Handler) passAdmitted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, id VisitorID) error {
 	rw := &revokeWatcher{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, r: r, id: id}
-	return next.ServeHTTP(rw, r)
+	err := next.ServeHTTP(rw, r)
+	if !rw.wroteHeader {
+		// Nothing was written (an error, or a handler that wrote nothing): the command
+		// still counts, and still must not reach the client.
+		rw.obey()
+	}
+	return err
 }
 
 // degraded serves a request the store could not decide on, as Fail says.
@@ -150,15 +156,22 @@ func (rw *revokeWatcher) WriteHeader(code int) {
 		return
 	}
 	rw.wroteHeader = true
-	hdr := rw.ResponseWriter.Header()
-	if cmd := hdr.Get(commandHeader); cmd != "" {
-		hdr.Del(commandHeader)
-		if strings.EqualFold(strings.TrimSpace(cmd), "revoke") {
-			rw.h.revoke(rw.r, rw.id)
-			rw.h.Cookie.set(rw.ResponseWriter, rw.r, "", time.Time{})
-		}
-	}
+	rw.obey()
 	rw.ResponseWriter.WriteHeader(code)
+}
+
+// obey carries out and strips the upstream's command header, if any.
+func (rw *revokeWatcher) obey() {
+	hdr := rw.ResponseWriter.Header()
+	cmd := hdr.Get(commandHeader)
+	if cmd == "" {
+		return
+	}
+	hdr.Del(commandHeader)
+	if strings.EqualFold(strings.TrimSpace(cmd), "revoke") {
+		rw.h.revoke(rw.r, rw.id)
+		rw.h.Cookie.set(rw.ResponseWriter, rw.r, "", time.Time{})
+	}
 }
 
 func (rw *revokeWatcher) Write(p []byte) (int, error) {
