@@ -103,3 +103,43 @@ func TestMaxConnectionsPerIP(t *testing.T) {
 	}
 	open[1].CloseNow()
 }
+
+// Cookie-less clients hammering the page take tickets they never use again; they must
+// not push real waiters back for longer than queue_ttl. 10,000 such requests arrive
+// amid 100 real waiters who keep in touch; once queue_ttl has passed, the abandoned
+// tickets are gone and every real waiter is back among the first 100.
+func TestCookielessFloodExpires(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	tr.visit("", "") // holds the only slot
+	var real []string
+	for i := range 10_100 {
+		if i%101 == 0 {
+			_, c := tr.visit("", "application/json")
+			real = append(real, c)
+			continue
+		}
+		tr.visit("", "application/json") // a client that drops its cookie
+	}
+	if len(real) != 100 {
+		t.Fatalf("%d real waiters", len(real))
+	}
+	if last := tr.queued(real[99]); last.Position < 10_000 {
+		t.Fatalf("the last real waiter is at %d amid the flood; the test needs the flood ahead of it", last.Position)
+	}
+	// The real waiters keep in touch (their pages poll) while queue_ttl passes.
+	for step := time.Duration(0); step <= time.Duration(tr.h.QueueTTL); step += 10 * time.Second {
+		tr.clock.Advance(10 * time.Second)
+		for _, c := range real {
+			tr.queued(c)
+		}
+	}
+	tr.step()
+	for i, c := range real {
+		if v := tr.queued(c); v.Position != i+1 {
+			t.Fatalf("after queue_ttl, real waiter %d is at %d, want %d", i+1, v.Position, i+1)
+		}
+	}
+	if st, _ := tr.h.store.Stats(context.Background()); st.Waiting != 100 {
+		t.Fatalf("%d waiting after the flood expired, want the 100 real ones", st.Waiting)
+	}
+}
