@@ -303,3 +303,57 @@ func (s *Server) Commands(tb testing.TB) (scripts, total int64) {
 	}
 	return scripts, total
 }
+
+// Sentinel is a master watched by one Redis Sentinel, for the Sentinel client path:
+// the store asks the Sentinel at Addr where master MasterName is.
+type Sentinel struct {
+	Master     *Server
+	Addr       string
+	MasterName string
+}
+
+// StartSentinel starts a master and a Sentinel monitoring it (redis-server --sentinel,
+// the same binary), and stops both when the test ends.
+func StartSentinel(t testing.TB) *Sentinel {
+	t.Helper()
+	master := Start(t)
+	port := freePort(t, false)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "sentinel.conf")
+	text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\n"+
+		"sentinel monitor wr 127.0.0.1 %d 1\nsentinel down-after-milliseconds wr 1000\n",
+		port, dir, filepath.Join(dir, "sentinel.log"), master.port)
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("redis-server", conf, "--sentinel")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting redis sentinel: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	s := &Sentinel{Master: master, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), MasterName: "wr"}
+	deadline := time.Now().Add(startTimeout)
+	for {
+		if reply, err := do(s.Addr, "PING"); err == nil && reply == "PONG" {
+			return s
+		}
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(filepath.Join(dir, "sentinel.log"))
+			t.Fatalf("redis sentinel exited at start: %s", log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("redis sentinel does not answer PING")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -54,3 +54,15 @@ func TestConformanceCluster(t *testing.T) {
 	mod := provision(t, &Redis{Addresses: cl.Addrs, Timeout: caddy.Duration(5 * time.Second)})
 	storetest.Run(t, func(t *testing.T) waitingroom.Store { return open(t, mod) })
 }
+
+// The same suite through Redis Sentinel: the store asks the Sentinel where the master
+// is (go-redis's failover client) and works against it.
+func TestConformanceSentinel(t *testing.T) {
+	sn := testredis.StartSentinel(t)
+	mod := provision(t, &Redis{MasterName: sn.MasterName, Addresses: []string{sn.Addr}, Timeout: caddy.Duration(5 * time.Second)})
+	storetest.Run(t, func(t *testing.T) waitingroom.Store { return open(t, mod) })
+	// The rooms live on the master the Sentinel named.
+	if n, err := sn.Master.Do("DBSIZE"); err != nil || n == "0" {
+		t.Fatalf("the master holds %s keys (%v): the store did not reach it through the Sentinel", n, err)
+	}
+}
