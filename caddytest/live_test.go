@@ -99,31 +99,52 @@ func newVisitor(t *testing.T) *visitor {
 
 func (v *visitor) get(path, accept string) (int, http.Header, string) {
 	v.t.Helper()
+	code, hdr, body, err := v.tryGet(path, accept)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	return code, hdr, body
+}
+
+// tryGet is get for goroutines other than the test's: it reports errors.
+func (v *visitor) tryGet(path, accept string) (int, http.Header, string, error) {
 	req, _ := http.NewRequest(http.MethodGet, liveBase+path, nil)
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
 	resp, err := v.client.Do(req)
 	if err != nil {
-		v.t.Fatal(err)
+		return 0, nil, "", err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(body)
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(body), err
 }
 
 // place is the waiter's JSON answer; admitted is true when the request reached the
 // upstream instead.
 func (v *visitor) place(path string) (q queueAnswer, admitted bool) {
 	v.t.Helper()
-	_, _, body := v.get(path, "application/json")
+	q, admitted, err := v.tryPlace(path)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	return q, admitted
+}
+
+// tryPlace is place for goroutines other than the test's: it reports errors.
+func (v *visitor) tryPlace(path string) (q queueAnswer, admitted bool, err error) {
+	_, _, body, err := v.tryGet(path, "application/json")
+	if err != nil {
+		return q, false, err
+	}
 	if strings.HasPrefix(body, "upstream ") || body == "order placed" {
-		return q, true
+		return q, true, nil
 	}
 	if err := json.Unmarshal([]byte(body), &q); err != nil || q.Status != "queued" {
-		v.t.Fatalf("not a queued answer: %q", body)
+		return q, false, fmt.Errorf("not a queued answer: %q", body)
 	}
-	return q, false
+	return q, false, nil
 }
 
 type queueAnswer struct {
@@ -141,26 +162,37 @@ type queueAnswer struct {
 // socket opens the waiting page's WebSocket with the visitor's cookies.
 func (v *visitor) socket(path string) *websocket.Conn {
 	v.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := v.trySocket(ctx, path)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	v.t.Cleanup(func() { c.CloseNow() })
+	return c
+}
+
+// trySocket is socket for goroutines other than the test's: it reports errors, and
+// the caller closes the connection.
+func (v *visitor) trySocket(ctx context.Context, path string) (*websocket.Conn, error) {
 	u, _ := url.Parse(liveBase + path)
 	hdr := http.Header{}
 	for _, c := range v.client.Jar.Cookies(u) {
 		hdr.Add("Cookie", c.Name+"="+c.Value)
 	}
 	hdr.Set("Origin", liveBase)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	c, resp, err := websocket.Dial(ctx, "ws://localhost:9080"+path, &websocket.DialOptions{
 		Subprotocols: []string{"waiting-room.v1"},
 		HTTPHeader:   hdr,
 	})
 	if err != nil {
-		v.t.Fatalf("websocket: %v (%v)", err, resp)
+		return nil, fmt.Errorf("websocket: %v (%v)", err, resp)
 	}
 	if c.Subprotocol() != "waiting-room.v1" {
-		v.t.Fatalf("subprotocol %q", c.Subprotocol())
+		c.CloseNow()
+		return nil, fmt.Errorf("subprotocol %q", c.Subprotocol())
 	}
-	v.t.Cleanup(func() { c.CloseNow() })
-	return c
+	return c, nil
 }
 
 // next reads the next message, failing after a generous deadline (a liveness bound,
