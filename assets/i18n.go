@@ -111,7 +111,7 @@ func negotiate(acceptLanguage string, languages []string) string {
 		var item string
 		item, rest, _ = strings.Cut(rest, ",")
 		rng, params, _ := strings.Cut(item, ";")
-		rng = strings.ToLower(strings.TrimSpace(rng))
+		rng = asciiLower(strings.TrimSpace(rng))
 		if rng == "" {
 			continue
 		}
@@ -162,4 +162,21 @@ func parseQ(params string) (float64, bool) {
 		return q, true
 	}
 	return 1, true
+}
+
+// asciiLower lower-cases A-Z only. Language tags are ASCII (RFC 5646); strings.ToLower
+// would turn every invalid byte of a hostile header into a 3-byte U+FFFD, tripling the
+// memory one header costs for nothing that could ever match.
+func asciiLower(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return r >= 'A' && r <= 'Z' })
+	if i < 0 {
+		return s
+	}
+	b := []byte(s)
+	for j := i; j < len(b); j++ {
+		if c := b[j]; c >= 'A' && c <= 'Z' {
+			b[j] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
