@@ -152,24 +152,36 @@ type Cluster struct {
 // redis-cli --cluster create and waits until every node reports cluster_state:ok.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
+	return startCluster(t, 0, "5000")
+}
+
+// StartClusterWithReplicas starts 3 masters, each with one replica, and a short node
+// timeout (1 s), so that killing a master promotes its replica within seconds.
+func StartClusterWithReplicas(t testing.TB) *Cluster {
+	t.Helper()
+	return startCluster(t, 1, "1000")
+}
+
+func startCluster(t testing.TB, replicas int, nodeTimeout string) *Cluster {
+	t.Helper()
 	requireRedis(t)
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		skipOrFail(t, "redis-cli is not on PATH: the Redis Cluster tests cannot run")
 	}
 	c := &Cluster{}
-	for range 3 {
+	for range 3 * (1 + replicas) {
 		port := freePort(t, true)
 		s := newServer(t, port, []string{
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "5000",
+			"--cluster-node-timeout", nodeTimeout,
 		})
 		s.start()
 		c.Servers = append(c.Servers, s)
 		c.Addrs = append(c.Addrs, s.Addr)
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	out, err := exec.Command("redis-cli", args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)

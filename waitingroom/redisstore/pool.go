@@ -2,7 +2,9 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -24,6 +26,28 @@ type sharedClient struct {
 
 	mu    sync.Mutex
 	rooms map[string]*fanout // by channel
+
+	lastReload atomic.Int64 // unix nanoseconds of the last cluster topology reload
+}
+
+// clusterReloadEvery rate-limits the topology reloads that errors trigger.
+const clusterReloadEvery = 500 * time.Millisecond
+
+// noteError reacts to a failed call. On a Cluster, go-redis learns a new topology from
+// MOVED replies, or every 60 s; a master that died answers nothing at all, so after a
+// failover the client would keep dialing the dead node for up to a minute. Any error
+// therefore asks for a reload of the slot map (at most every clusterReloadEvery).
+func (c *sharedClient) noteError(err error) {
+	cc, ok := c.client.(*redis.ClusterClient)
+	if !ok || err == nil || errors.Is(err, redis.Nil) {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := c.lastReload.Load()
+	if now-last < int64(clusterReloadEvery) || !c.lastReload.CompareAndSwap(last, now) {
+		return
+	}
+	cc.ReloadState(context.Background())
 }
 
 func newSharedClient(opts *redis.UniversalOptions, logger *zap.Logger) *sharedClient {

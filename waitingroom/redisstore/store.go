@@ -53,7 +53,9 @@ func newRoomStore(shared *sharedClient, prefix, room string, timeout time.Durati
 func (s *roomStore) run(ctx context.Context, script *redis.Script, args ...any) *redis.Cmd {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	return script.Run(ctx, s.shared.client, s.keys, args...)
+	cmd := script.Run(ctx, s.shared.client, s.keys, args...)
+	s.shared.noteError(cmd.Err())
+	return cmd
 }
 
 func (s *roomStore) Status(ctx context.Context, id waitingroom.VisitorID, now time.Time) (waitingroom.Status, error) {
@@ -178,6 +180,7 @@ func (s *roomStore) Overrides(ctx context.Context) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	doc, err := s.shared.client.Get(ctx, s.overrides).Bytes()
+	s.shared.noteError(err)
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, nil
@@ -196,6 +199,7 @@ func (s *roomStore) SetOverrides(ctx context.Context, doc []byte) error {
 	} else {
 		err = s.shared.client.Set(ctx, s.overrides, doc, 0).Err()
 	}
+	s.shared.noteError(err)
 	if err != nil {
 		return fmt.Errorf("saving runtime settings: %w", err)
 	}
@@ -257,6 +261,7 @@ func (s *roomStore) Secret(ctx context.Context, candidate []byte) ([]byte, error
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	prev, err := s.shared.client.SetArgs(ctx, s.secret, candidate, redis.SetArgs{Mode: "NX", Get: true}).Result()
+	s.shared.noteError(err)
 	switch {
 	case errors.Is(err, redis.Nil):
 		return candidate, nil
