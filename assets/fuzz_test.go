@@ -1,10 +1,11 @@
 package assets
 
 import (
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testalloc"
 )
 
 // Beyond FuzzNegotiate (always a supported language): with any set of languages, a
@@ -33,22 +34,8 @@ func FuzzNegotiateFirstNamedWins(f *testing.F) {
 		// proportion to those (lower-casing may turn a byte into three), never more for
 		// a longer header.
 		head := min(len(header), maxAcceptLanguage)
-		if n, limit := allocatedBytes(func() { negotiate(header, langs) }), 1024+16*head; n > float64(limit) {
+		if n, limit := testalloc.Bytes(func() { negotiate(header, langs) }), 1024+16*head; n > float64(limit) {
 			t.Errorf("negotiate of a %d-byte header allocated %v bytes (limit %d)", len(header), n, limit)
 		}
 	})
-}
-
-// allocatedBytes is how many bytes one call of fn allocates, on average over a few.
-func allocatedBytes(fn func()) float64 {
-	const runs = 4
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	fn() // warm up
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range runs {
-		fn()
-	}
-	runtime.ReadMemStats(&after)
-	return float64(after.TotalAlloc-before.TotalAlloc) / runs
 }

@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testalloc"
 )
 
 // The fuzz targets of this package. Each has a seed corpus under testdata/fuzz/<name>/,
@@ -137,7 +138,7 @@ func FuzzPrefersJSON(f *testing.F) {
 		got := prefersJSON(accept)
 		// Lower-casing a media type (a byte may become three) and the error of an
 		// unreadable q are the only allocations: memory in proportion to the header.
-		if n, limit := allocatedBytes(func() { prefersJSON(accept) }), 1024+16*len(accept); n > float64(limit) {
+		if n, limit := testalloc.Bytes(func() { prefersJSON(accept) }), 1024+16*len(accept); n > float64(limit) {
 			t.Errorf("prefersJSON of a %d-byte header allocated %v bytes (limit %d)", len(accept), n, limit)
 		}
 		lower := strings.ToLower(accept)
@@ -186,18 +187,4 @@ func FuzzRoomPatch(f *testing.F) {
 			t.Fatalf("Patch(%q) reports capacity %d, the room runs with %d", body, info.Capacity, tr.h.policyAt(tr.clock.Now()).capacity)
 		}
 	})
-}
-
-// allocatedBytes is how many bytes one call of fn allocates, on average over a few.
-func allocatedBytes(fn func()) float64 {
-	const runs = 4
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	fn() // warm up
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range runs {
-		fn()
-	}
-	runtime.ReadMemStats(&after)
-	return float64(after.TotalAlloc-before.TotalAlloc) / runs
 }

@@ -37,6 +37,12 @@ func benchStore(b *testing.B) (*testredis.Server, *roomStore) {
 // trip) and the Redis commands each costs.
 func BenchmarkJoin(b *testing.B) {
 	srv, s := benchStore(b)
+	benchJoins(b, srv, s)
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "joins/s")
+}
+
+// benchJoins joins b.N new visitors one after another and reports the commands each cost.
+func benchJoins(b *testing.B, srv *testredis.Server, s *roomStore) {
 	ctx, now := context.Background(), time.Now()
 	scripts, total := srv.Commands(b)
 	b.ResetTimer()
@@ -47,7 +53,6 @@ func BenchmarkJoin(b *testing.B) {
 	}
 	b.StopTimer()
 	reportCommands(b, srv, scripts, total, "join")
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "joins/s")
 }
 
 // BenchmarkJoinParallel is BenchmarkJoin from many goroutines, as a busy instance.
@@ -77,16 +82,7 @@ func BenchmarkJoinQueued(b *testing.B) {
 		b.Run(fmt.Sprintf("queued=%d", n), func(b *testing.B) {
 			srv, s := benchStore(b)
 			_, _ = fillQueue(b, s, n)
-			ctx, now := context.Background(), time.Now()
-			scripts, total := srv.Commands(b)
-			b.ResetTimer()
-			for range b.N {
-				if _, err := s.Join(ctx, waitingroom.NewVisitorID(), now, benchLimits); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			reportCommands(b, srv, scripts, total, "join")
+			benchJoins(b, srv, s)
 		})
 	}
 }
