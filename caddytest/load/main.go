@@ -1,0 +1,131 @@
+// Command load is the waiting room's load harness. It builds Caddy with the plugin,
+// starts real Caddy processes (and a real redis-server where a figure needs one),
+// drives them from separate client processes, and prints one table. Every figure is a
+// ratio to a baseline measured in the same run, or is printed beside one: the machines
+// we measure on are shared and noisy, so absolute numbers from different runs do not
+// compare, while two numbers taken a minute apart on the same machine do.
+//
+//	go run ./caddytest/load                 # every section, full scale
+//	go run ./caddytest/load -quick          # every section, small scale (a smoke run)
+//	go run ./caddytest/load -only http,ws   # some sections
+//
+// It needs redis-server and wrk on PATH (Debian: redis-server, wrk).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"time"
+)
+
+// options are the harness's flags, shared by every section.
+type options struct {
+	quick     bool          // small scale: a smoke run that proves the harness works
+	only      []string      // sections to run; all when empty
+	waiters   int           // concurrent waiting WebSockets for the ws section
+	instances int           // Caddy processes sharing one Redis in the ws section
+	clients   int           // client processes holding those WebSockets
+	duration  time.Duration // how long each wrk round runs
+	rounds    int           // interleaved wrk rounds; medians are reported
+	profiles  string        // a folder to write CPU and heap profiles into; none when empty
+	markdown  bool          // print the table as Markdown (for the README)
+}
+
+// A section measures one group of figures. Sections register themselves from their
+// own files (init), so each lives in a file of its own and main knows none by name.
+type section struct {
+	name  string
+	about string
+	order int // sections run in ascending order
+	run   func(ctx context.Context, r *rig, o options) ([]row, error)
+}
+
+var sections []section
+
+func register(s section) { sections = append(sections, s) }
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == clientCommand {
+		os.Exit(clientMain(os.Args[2:]))
+	}
+	var o options
+	var only string
+	flag.BoolVar(&o.quick, "quick", false, "small scale: a smoke run that proves the harness works")
+	flag.StringVar(&only, "only", "", "comma-separated sections to run (default: all)")
+	flag.IntVar(&o.waiters, "waiters", 100_000, "concurrent waiting WebSockets in the ws section")
+	flag.IntVar(&o.instances, "instances", 6, "Caddy processes sharing one Redis in the ws section")
+	flag.IntVar(&o.clients, "clients", 6, "client processes holding the WebSockets")
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of each wrk round")
+	flag.IntVar(&o.rounds, "rounds", 3, "interleaved wrk rounds (medians are reported)")
+	flag.StringVar(&o.profiles, "profiles", "", "folder to write CPU and heap profiles of the Caddy processes into")
+	flag.BoolVar(&o.markdown, "markdown", false, "print the table as Markdown")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./caddytest/load [flags]\n\nsections:\n")
+		for _, s := range sortedSections() {
+			fmt.Fprintf(flag.CommandLine.Output(), "  %-8s %s\n", s.name, s.about)
+		}
+		fmt.Fprintf(flag.CommandLine.Output(), "\nflags:\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if only != "" {
+		o.only = strings.Split(only, ",")
+	}
+	if o.quick {
+		o.waiters, o.instances, o.clients = min(o.waiters, 3_000), min(o.instances, 2), min(o.clients, 2)
+		o.duration, o.rounds = min(o.duration, time.Second), 1
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	rows, err := run(ctx, o)
+	printTable(os.Stdout, rows, o.markdown)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(1)
+	}
+}
+
+// run runs the chosen sections on one rig and returns their rows. A failing section
+// stops the run: its figures would be missing, and a partial table misleads.
+func run(ctx context.Context, o options) ([]row, error) {
+	for _, name := range o.only {
+		if !slices.ContainsFunc(sections, func(s section) bool { return s.name == name }) {
+			return nil, fmt.Errorf("no section %q (see -help)", name)
+		}
+	}
+	r, err := newRig(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	rows := machineRows()
+	for _, s := range sortedSections() {
+		if len(o.only) > 0 && !slices.Contains(o.only, s.name) {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "== %s: %s\n", s.name, s.about)
+		start := time.Now()
+		got, err := s.run(ctx, r, o)
+		for i := range got {
+			got[i].section = s.name
+		}
+		rows = append(rows, got...)
+		if err != nil {
+			return rows, fmt.Errorf("%s: %w", s.name, err)
+		}
+		fmt.Fprintf(os.Stderr, "== %s done in %v\n", s.name, time.Since(start).Round(time.Second))
+	}
+	return rows, nil
+}
+
+func sortedSections() []section {
+	s := slices.Clone(sections)
+	slices.SortStableFunc(s, func(a, b section) int { return a.order - b.order })
+	return s
+}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A rig owns everything a run starts: the Caddy binary it built, the Caddy and Redis
+// processes, and their folders. close stops them all, so an interrupted run leaves
+// nothing behind.
+type rig struct {
+	ctx   context.Context
+	o     options
+	dir   string // everything the run writes, removed by close
+	caddy string // the built binary
+
+	mu    sync.Mutex
+	procs []*proc
+	ports map[int]bool // every port handed out in this run (see freePort)
+}
+
+const startDeadline = 60 * time.Second
+
+func newRig(ctx context.Context, o options) (*rig, error) {
+	for _, tool := range []string{"redis-server", "wrk"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, fmt.Errorf("%s is not on PATH (Debian: apt-get install redis-server wrk)", tool)
+		}
+	}
+	dir, err := os.MkdirTemp("", "waiting-room-load-")
+	if err != nil {
+		return nil, err
+	}
+	r := &rig{ctx: ctx, o: o, dir: dir, ports: map[int]bool{}}
+	if err := r.build(); err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// build compiles Caddy with the plugin (the same main package the multi-instance tests
+// use), without the race detector: these are the figures a user would see.
+func (r *rig) build() error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	r.caddy = filepath.Join(r.dir, "caddy")
+	fmt.Fprintln(os.Stderr, "building Caddy with the plugin…")
+	cmd := exec.CommandContext(r.ctx, "go", "build", "-o", r.caddy, "./caddytest/testdata/caddy")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./caddytest/testdata/caddy: %v\n%s", err, out)
+	}
+	return nil
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run the harness from inside the repository (no go.mod found above the working directory)")
+		}
+		dir = parent
+	}
+}
+
+func (r *rig) close() {
+	r.mu.Lock()
+	procs := r.procs
+	r.procs = nil
+	r.mu.Unlock()
+	for _, p := range procs {
+		p.stop()
+	}
+	_ = os.RemoveAll(r.dir)
+}
+
+// freePort returns a loopback port that was free a moment ago and that this run has not
+// handed out before. Caddy listens with SO_REUSEPORT, so two instances given the same
+// port would both bind it and split its traffic; never reusing one rules that out.
+func (r *rig) freePort() (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !r.ports[port] {
+			r.ports[port] = true
+			return port, nil
+		}
+	}
+	return 0, errors.New("no fresh free port in 100 tries")
+}
+
+// A proc is one process the rig started, with its output in a log file.
+type proc struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{}
+}
+
+// start runs name's command with its output in the rig's folder. Processes are stopped
+// by close, in any case.
+func (r *rig) start(name string, env []string, bin string, args ...string) (*proc, error) {
+	logPath := filepath.Join(r.dir, name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	p := &proc{name: name, logPath: logPath, exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	if err := p.cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		logFile.Close()
+		close(p.exited)
+	}()
+	r.mu.Lock()
+	r.procs = append(r.procs, p)
+	r.mu.Unlock()
+	return p, nil
+}
+
+func (p *proc) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *proc) stop() {
+	if p.alive() {
+		_ = p.cmd.Process.Kill()
+	}
+	<-p.exited
+}
+
+// log is the end of the process's output, for error messages.
+func (p *proc) log() string {
+	b, _ := os.ReadFile(p.logPath)
+	if len(b) > 4000 {
+		b = append([]byte("…"), b[len(b)-4000:]...)
+	}
+	return string(b)
+}
+
+// rssBytes is the process's resident memory, from /proc: what the operator's machine
+// pays, Go runtime and all.
+func (p *proc) rssBytes() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc status")
+}
+
+// waitHTTP polls url until it answers 200, the process exits, or the deadline passes.
+func waitHTTP(ctx context.Context, p *proc, url string) error {
+	deadline := time.Now().Add(startDeadline)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+		if !p.alive() {
+			return fmt.Errorf("%s exited at start:\n%s", p.name, p.log())
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s does not answer %s: %v\n%s", p.name, url, err, p.log())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

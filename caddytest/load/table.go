@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+)
+
+// A row is one figure of the table. value and baseline are formatted by the section
+// (units differ); ratio is value ÷ baseline where the figure has a baseline; target
+// says what we promise and verdict whether this run met it.
+type row struct {
+	section  string
+	figure   string
+	value    string
+	baseline string
+	ratio    string
+	target   string
+	verdict  string // "met", "NOT MET", or "" for a figure without a target
+}
+
+// ratioRow is a figure measured against a baseline from the same run; it meets its
+// target when value ÷ baseline ≥ atLeast (a target of 0 means none).
+func ratioRow(figure string, value, baseline float64, unit string, atLeast float64) row {
+	r := row{figure: figure, value: num(value) + " " + unit, baseline: num(baseline) + " " + unit}
+	if baseline > 0 {
+		ratio := value / baseline
+		r.ratio = fmt.Sprintf("%.2f", ratio)
+		if atLeast > 0 {
+			r.target = fmt.Sprintf("≥ %.2f", atLeast)
+			r.verdict = verdict(ratio >= atLeast)
+		}
+	}
+	return r
+}
+
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "NOT MET"
+}
+
+// num formats a measured quantity with three significant digits and a k/M suffix.
+func num(v float64) string {
+	switch a := abs(v); {
+	case a >= 10e6:
+		return fmt.Sprintf("%.0fM", v/1e6)
+	case a >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case a >= 10e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	case a >= 1e3:
+		return fmt.Sprintf("%.2fk", v/1e3)
+	case a >= 100 || v == float64(int64(v)):
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+func abs(v float64) float64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// machineRows open the table with what the figures were measured on.
+func machineRows() []row {
+	host, _ := os.Hostname()
+	return []row{{section: "machine", figure: fmt.Sprintf("%s, %d cores, %s, %s/%s", host, runtime.NumCPU(), cpuModel(), runtime.GOOS, runtime.GOARCH)}}
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
+
+func printTable(w io.Writer, rows []row, markdown bool) {
+	if markdown {
+		fmt.Fprintln(w, "| section | figure | value | baseline | ratio | target | |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+		for _, r := range rows {
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", r.section, r.figure, r.value, r.baseline, r.ratio, r.target, r.verdict)
+		}
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SECTION\tFIGURE\tVALUE\tBASELINE\tRATIO\tTARGET\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.section, r.figure, r.value, r.baseline, r.ratio, r.target, r.verdict)
+	}
+	tw.Flush()
+}
