@@ -88,11 +88,13 @@ func Funcs() template.FuncMap {
 		"eta":         formatETA,
 		"number":      formatNumber,
 		"around":      around,
-		"percent":     func(n int) int { return min(max(n, 0), 100) },
+		"percent":     percent,
 		"atLeast":     func(lo, n int) int { return max(lo, n) },
 		"clientState": clientState,
 	}
 }
+
+func percent(n int) int { return min(max(n, 0), 100) }
 
 // formatETA rounds an estimate to what it honestly is: minutes up to ten,
 // then steps of five, then hours. Coarse steps also keep the text from
