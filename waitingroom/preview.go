@@ -50,7 +50,7 @@ func (r *Room) Preview(state string, position int, lang string) (page []byte, no
 		tag = h.Lang // the room's fixed language, unless the preview asks for another
 	}
 	data := h.pageData(v, tag, p.mode)
-	page, err = h.renderPage(data)
+	page, err = h.renderPage(nil, &data)
 	return page, data.Nonce, err
 }
 

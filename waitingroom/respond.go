@@ -1,18 +1,11 @@
 package waitingroom
 
 import (
-	"bytes"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-
-	"go.uber.org/zap"
-
-	"github.com/caddy-waitingroom/caddy-waitingroom/assets"
 )
 
 // view is what a waiter is told, as JSON (API clients, polling, WebSocket) and as the
@@ -129,72 +122,6 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, code int, v vi
 	return h.writePage(w, r, code, v)
 }
 
-// writePage renders the waiting page. It renders into a buffer first so that a broken
-// operator template falls back to the embedded page instead of a half-written one.
-func (h *Handler) writePage(w http.ResponseWriter, r *http.Request, code int, v view) error {
-	lang := h.Lang
-	if lang == "" {
-		lang = assets.Negotiate(r.Header.Get("Accept-Language"))
-	}
-	data := h.pageData(v, lang, h.policyAt(h.clock.Now()).mode)
-	body, err := h.renderPage(data)
-	if err != nil {
-		return err
-	}
-	PageHeaders(w.Header(), data.Nonce)
-	w.WriteHeader(code)
-	_, err = w.Write(body)
-	return err
-}
-
-// pageData is what the page template gets for view v (see assets.PageData).
-func (h *Handler) pageData(v view, lang, mode string) assets.PageData {
-	data := assets.PageData{
-		Room:           v.Room,
-		Lang:           lang,
-		State:          v.Status,
-		Mode:           mode,
-		Position:       v.Position,
-		Waiting:        v.Waiting,
-		Active:         v.Active,
-		Capacity:       v.Capacity,
-		ETAKnown:       v.ETASeconds != nil,
-		Progress:       progress(v.Position, v.Waiting),
-		RefreshSeconds: v.RefreshSeconds,
-		Lottery:        v.lottery,
-		Nonce:          newNonce(),
-		T:              assets.Messages(lang),
-	}
-	if v.ETASeconds != nil {
-		data.ETASeconds = *v.ETASeconds
-	}
-	if v.prequeue {
-		data.State = "prequeue"
-		data.StartsInSeconds = *v.StartsInSeconds
-	}
-	return data
-}
-
-// renderPage renders the room's page into a buffer first, so that a broken operator
-// template falls back to the embedded page (and is logged) instead of a half-written one.
-func (h *Handler) renderPage(data assets.PageData) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := h.page.Execute(&buf, data); err != nil {
-		h.logger.Error("waiting page template failed; serving the embedded page",
-			zap.String("room", h.Name), zap.String("template", h.Template), zap.Error(err))
-		buf.Reset()
-		if err := assets.DefaultTemplate().Execute(&buf, data); err != nil {
-			return nil, err
-		}
-	}
-	return buf.Bytes(), nil
-}
-
-func pageCSP(nonce string) string {
-	return "default-src 'none'; script-src 'nonce-" + nonce + "'; style-src 'nonce-" + nonce +
-		"'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-}
-
 // progress is how far toward the front the waiter is, 0..100: the back of the line is
 // 0, the head is 100.
 func progress(position, waiting int) int {
@@ -203,12 +130,6 @@ func progress(position, waiting int) int {
 	}
 	p := 100 - 100*(position-1)/waiting
 	return min(max(p, 0), 100)
-}
-
-func newNonce() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawStdEncoding.EncodeToString(b[:])
 }
 
 // isWaitingSocket reports whether r is the waiting page's WebSocket upgrade (and not,
