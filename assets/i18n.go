@@ -124,7 +124,14 @@ func negotiate(acceptLanguage string, languages []string) string {
 		order    int
 		set      bool
 	}
-	picks := make([]pick, len(languages))
+	// On the stack for the built-in languages: Negotiate runs for every page.
+	var onStack [8]pick
+	var picks []pick
+	if len(languages) <= len(onStack) {
+		picks = onStack[:len(languages)]
+	} else {
+		picks = make([]pick, len(languages))
+	}
 	rest := acceptLanguage
 	for order := 0; rest != ""; order++ {
 		var item string

@@ -17,7 +17,8 @@ func (h *Handler) writePage(w http.ResponseWriter, r *http.Request, code int, v 
 	if lang == "" {
 		lang = assets.Negotiate(r.Header.Get("Accept-Language"))
 	}
-	data := h.pageData(v, lang, h.policyAt(h.clock.Now()).mode)
+	csp, nonce := newPageCSP()
+	data := h.pageData(v, lang, h.policyAt(h.clock.Now()).mode, nonce)
 	buf := pageBuffers.Get().(*[]byte)
 	defer func() {
 		if cap(*buf) <= maxPooledPage {
@@ -29,7 +30,11 @@ func (h *Handler) writePage(w http.ResponseWriter, r *http.Request, code int, v 
 	if err != nil {
 		return err
 	}
-	PageHeaders(w.Header(), data.Nonce)
+	// PageHeaders' fields, in one allocation.
+	setHeader(w.Header(),
+		headerField{"Content-Type", "text/html; charset=utf-8"},
+		headerField{"Content-Security-Policy", csp},
+		headerField{"Referrer-Policy", "no-referrer"})
 	w.WriteHeader(code)
 	_, err = w.Write(body)
 	return err
@@ -44,7 +49,7 @@ const maxPooledPage = 64 << 10
 
 // pageData is what the page template gets for view v (see assets.PageData). T is left
 // to the page, which uses the catalog's own.
-func (h *Handler) pageData(v view, lang, mode string) assets.PageData {
+func (h *Handler) pageData(v view, lang, mode, nonce string) assets.PageData {
 	data := assets.PageData{
 		Room:           v.Room,
 		Lang:           lang,
@@ -58,7 +63,7 @@ func (h *Handler) pageData(v view, lang, mode string) assets.PageData {
 		Progress:       progress(v.Position, v.Waiting),
 		RefreshSeconds: v.RefreshSeconds,
 		Lottery:        v.lottery,
-		Nonce:          newNonce(),
+		Nonce:          nonce,
 	}
 	if v.ETASeconds != nil {
 		data.ETASeconds = *v.ETASeconds
@@ -82,9 +87,15 @@ func (h *Handler) renderPage(dst []byte, data *assets.PageData) ([]byte, error) 
 	return body, nil
 }
 
+// The page's Content-Security-Policy around its two nonces.
+const (
+	cspScript = "default-src 'none'; script-src 'nonce-"
+	cspStyle  = "'; style-src 'nonce-"
+	cspRest   = "'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+
 func pageCSP(nonce string) string {
-	return "default-src 'none'; script-src 'nonce-" + nonce + "'; style-src 'nonce-" + nonce +
-		"'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+	return cspScript + nonce + cspStyle + nonce + cspRest
 }
 
 // nonceRunes are the letters and digits a nonce is made of. Base64's "+" and "/" are
@@ -92,10 +103,30 @@ func pageCSP(nonce string) string {
 // one a cached page can splice in as it is (see assets.Page).
 const nonceRunes = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
-// newNonce is 22 random letters and digits: 131 bits, as long as the 128-bit base64
-// nonce it replaces.
+// nonceLen letters and digits carry 131 bits, as many characters as the 128-bit
+// base64 nonce they replace.
+const nonceLen = 22
+
 func newNonce() string {
-	var out [22]byte
+	var nonce [nonceLen]byte
+	fillNonce(nonce[:])
+	return string(nonce[:])
+}
+
+// newPageCSP returns a fresh nonce and the policy that allows it, in one allocation:
+// the nonce is a slice of the policy.
+func newPageCSP() (csp, nonce string) {
+	var b [len(cspScript) + nonceLen + len(cspStyle) + nonceLen + len(cspRest)]byte
+	at := copy(b[:], cspScript)
+	fillNonce(b[at : at+nonceLen])
+	n := copy(b[at+nonceLen:], cspStyle)
+	copy(b[at+nonceLen+n:], b[at:at+nonceLen])
+	copy(b[at+2*nonceLen+n:], cspRest)
+	csp = string(b[:])
+	return csp, csp[at : at+nonceLen]
+}
+
+func fillNonce(out []byte) {
 	var random [32]byte
 	for n := 0; n < len(out); {
 		_, _ = rand.Read(random[:])
@@ -108,5 +139,4 @@ func newNonce() string {
 			}
 		}
 	}
-	return string(out[:])
 }

@@ -49,7 +49,7 @@ func (r *Room) Preview(state string, position int, lang string) (page []byte, no
 	if lang == "" && h.Lang != "" {
 		tag = h.Lang // the room's fixed language, unless the preview asks for another
 	}
-	data := h.pageData(v, tag, p.mode)
+	data := h.pageData(v, tag, p.mode, newNonce())
 	page, err = h.renderPage(nil, &data)
 	return page, data.Nonce, err
 }

@@ -1,7 +1,6 @@
 package waitingroom
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -107,17 +106,20 @@ func (h *Handler) serveRejected(w http.ResponseWriter, r *http.Request, p policy
 }
 
 func (h *Handler) respond(w http.ResponseWriter, r *http.Request, code int, v view) error {
-	hdr := w.Header()
-	hdr.Set("Cache-Control", "no-store")
-	hdr.Set("Retry-After", strconv.Itoa(v.RefreshSeconds))
-	hdr.Set("X-Content-Type-Options", "nosniff")
-	hdr.Set("Referrer-Policy", "no-referrer")
-	hdr.Add("Vary", "Accept, Accept-Language")
+	setHeader(w.Header(),
+		headerField{"Cache-Control", "no-store"},
+		headerField{"Retry-After", strconv.Itoa(v.RefreshSeconds)},
+		headerField{"X-Content-Type-Options", "nosniff"},
+		headerField{"Referrer-Policy", "no-referrer"},
+		headerField{"Vary", "Accept, Accept-Language"})
 	if prefersJSON(r.Header.Get("Accept")) {
-		hdr.Set("Content-Type", "application/json")
-		hdr.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'") // data, never a document
+		setHeader(w.Header(),
+			headerField{"Content-Type", "application/json"},
+			headerField{"Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"}) // data, never a document
 		w.WriteHeader(code)
-		return json.NewEncoder(w).Encode(v)
+		var buf [256]byte
+		_, err := w.Write(append(v.appendJSON(buf[:0]), '\n')) // as json.Encoder writes it
+		return err
 	}
 	return h.writePage(w, r, code, v)
 }
