@@ -133,6 +133,8 @@ func TestOperatorPages(t *testing.T) {
 {{$p := .Position}}{{$t := .T}}{{$p}} {{number $t $p}} {{.Waiting | number .T}} {{with $}}{{.Active}}{{end}}
 {{with .Room}}<h1>{{.}} {{$.Position}}</h1>{{end}}{{range $k, $v := .T}}{{if eq $k "heading"}}{{$v}} {{$.Waiting}}{{end}}{{end}}
 {{template "place" .}}{{block "more" .}}{{percent .Progress}}{{end}}`, true},
+		{"numbers in unquoted attributes", `<progress value={{percent .Progress}} max=100 data-at={{.Position}} title={{number .T .Waiting}}></progress>`, true},
+		{"nonce in an unquoted attribute", `<style nonce={{.Nonce}}>p{}</style>`, false},
 		{"decides on the position", `{{if lt .Position 10}}<p>Almost there!</p>{{else}}<p>{{.Position}}</p>{{end}}`, false},
 		{"formats the position itself", `<p>{{printf "%05d" .Position}}</p>`, false},
 		{"position in a URL", `<a href="/queue?at={{.Position}}">me</a>`, false},

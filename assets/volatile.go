@@ -232,13 +232,25 @@ func (w *walker) print(n parse.Node, v value) {
 	if v.deps == 0 {
 		return
 	}
+	if v.root {
+		w.refuse(n, "prints the whole page data")
+		return
+	}
 	if v.form == formNone {
 		w.refuse(n, "prints %s other than as {{.Field}}, number, eta, percent or clientState", v.deps)
 		return
 	}
-	if len(v.escapers) != 1 || !spliceEscapers[v.escapers[0]] {
+	if len(v.escapers) != 1 || !spliceEscapers[v.escapers[0]] && !nospaceNumber(v) {
 		w.refuse(n, "prints %s where html/template escapes it with %v", v.deps, v.escapers)
 	}
+}
+
+// nospaceNumber reports whether v is a number in an unquoted attribute
+// (value={{.Progress}}). That escaper replaces rune by rune too, but turns an empty
+// value into "ZgotmplZ"; a number is never empty.
+func nospaceNumber(v value) bool {
+	number := v.form == formPercent || v.form == formNumber || v.form == formRaw && v.field != fieldNonce
+	return number && v.escapers[0] == "_html_template_nospaceescaper"
 }
 
 // pipe evaluates a pipeline, binding its variables (to the elements of the value when
