@@ -70,11 +70,13 @@ func newProbe(name, text string) (*probe, error) {
 		return nil, err
 	}
 	// html/template escapes on the first execution; the tree is escaped even when
-	// the sample data then fails to render.
+	// the sample data then fails to render. The sample's own numbers, not sentinels:
+	// the tree is not checked yet, and {{range .Position}} over a sentinel would
+	// not end.
 	p.tmpl = tmpl
 	p.mu.Lock()
 	p.arm(sharedMessages(defaultLang))
-	_ = tmpl.Execute(io.Discard, p.data(samplePage()))
+	_ = tmpl.Execute(io.Discard, samplePage())
 	p.mu.Unlock()
 	return p, nil
 }
