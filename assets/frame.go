@@ -107,10 +107,9 @@ func (f *frame) appendHole(dst []byte, h hole, d *PageData) []byte {
 // digits and the nonce's letters, and a negative number would change how
 // html/template pads it in a script.
 func fits(d *PageData) bool {
-	for f := range field(numIntFields) {
-		if f.intOf(d) < 0 {
-			return false
-		}
+	// One sign test for all six: the or of numbers is negative iff one of them is.
+	if d.Position|d.Waiting|d.Active|d.ETASeconds|d.Progress|d.StartsInSeconds < 0 {
+		return false
 	}
 	for i := 0; i < len(d.Nonce); i++ {
 		c := d.Nonce[i]

@@ -30,11 +30,8 @@ func (h *Handler) writePage(w http.ResponseWriter, r *http.Request, code int, v 
 	if err != nil {
 		return err
 	}
-	// PageHeaders' fields, in one allocation.
-	setHeader(w.Header(),
-		headerField{"Content-Type", "text/html; charset=utf-8"},
-		headerField{"Content-Security-Policy", csp},
-		headerField{"Referrer-Policy", "no-referrer"})
+	fields := pageFields(csp)
+	setHeader(w.Header(), fields[:]...)
 	w.WriteHeader(code)
 	_, err = w.Write(body)
 	return err

@@ -56,7 +56,16 @@ func (r *Room) Preview(state string, position int, lang string) (page []byte, no
 
 // PageHeaders sets the headers a rendered page needs (its CSP allows nonce).
 func PageHeaders(hdr interface{ Set(k, v string) }, nonce string) {
-	hdr.Set("Content-Type", "text/html; charset=utf-8")
-	hdr.Set("Content-Security-Policy", pageCSP(nonce))
-	hdr.Set("Referrer-Policy", "no-referrer")
+	for _, f := range pageFields(pageCSP(nonce)) {
+		hdr.Set(f.name, f.value)
+	}
+}
+
+// pageFields are the header fields of a page whose policy is csp.
+func pageFields(csp string) [3]headerField {
+	return [3]headerField{
+		{"Content-Type", "text/html; charset=utf-8"},
+		{"Content-Security-Policy", csp},
+		{"Referrer-Policy", "no-referrer"},
+	}
 }
