@@ -21,8 +21,7 @@ type Page struct {
 	frames atomic.Pointer[map[frameKey]*frame]
 }
 
-// layout is a parsed template and what its walk found; pages of the same text share
-// it.
+// layout is a parsed template, and the probe and walk verdict that go with it.
 type layout struct {
 	tmpl      *template.Template
 	probe     *probe // nil when the page cannot be spliced
@@ -45,10 +44,14 @@ type frameKey struct {
 // then the cache starts over.
 const maxFrames = 64
 
-var embedded = newLayout(defaultTemplate, "waiting.html", mustRead("waiting.html"))
+// embeddedText is the embedded page's source, which each EmbeddedPage parses again for
+// its own probe: one room's frame builds never wait for another's.
+var embeddedText = mustRead("waiting.html")
 
 // EmbeddedPage returns a new Page of the embedded waiting page, with its own cache.
-func EmbeddedPage() *Page { return &Page{layout: embedded} }
+func EmbeddedPage() *Page {
+	return &Page{layout: newLayout(defaultTemplate, "waiting.html", embeddedText)}
+}
 
 // NewPage parses an operator's own waiting page (see NewTemplate).
 func NewPage(name, text string) (*Page, error) {
