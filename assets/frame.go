@@ -43,7 +43,11 @@ func (l *layout) buildFrame(d *PageData) *frame {
 		return directFrame
 	}
 	slices.SortFunc(spots, func(a, b spot) int { return a.start - b.start })
-	f := &frame{eta: etaTextsOf(t)}
+	holeBytes := 0
+	for _, s := range spots {
+		holeBytes += s.end - s.start
+	}
+	f := &frame{eta: etaTextsOf(t), static: make([]byte, 0, max(len(out)-holeBytes, 0))}
 	at := 0
 	for _, s := range spots {
 		if s.start < at {
