@@ -88,55 +88,92 @@ func Funcs() template.FuncMap {
 		"eta":         formatETA,
 		"number":      formatNumber,
 		"around":      around,
-		"percent":     func(n int) int { return min(max(n, 0), 100) },
+		"percent":     percent,
 		"atLeast":     func(lo, n int) int { return max(lo, n) },
 		"clientState": clientState,
 	}
 }
+
+func percent(n int) int { return min(max(n, 0), 100) }
 
 // formatETA rounds an estimate to what it honestly is: minutes up to ten,
 // then steps of five, then hours. Coarse steps also keep the text from
 // flickering as the estimate wobbles between pushes. The script on the page
 // repeats these rules; change both together.
 func formatETA(t map[string]string, seconds int) string {
+	e := etaTextsOf(t)
+	return string(e.append(nil, seconds))
+}
+
+// etaTexts are the texts an estimate is told with, looked up once so that a
+// cached page (see Page) can tell a wait without touching the map.
+type etaTexts struct {
+	underMinute, minutesOne, minutesOther, hoursOther, separator string
+}
+
+func etaTextsOf(t map[string]string) etaTexts {
+	return etaTexts{
+		underMinute:  t["eta_under_minute"],
+		minutesOne:   t["eta_minutes_one"],
+		minutesOther: t["eta_minutes_other"],
+		hoursOther:   t["eta_hours_other"],
+		separator:    t["thousands_separator"],
+	}
+}
+
+// append is formatETA: the one implementation both the template function and
+// the cached page use, so the two cannot drift apart.
+func (e *etaTexts) append(dst []byte, seconds int) []byte {
 	if seconds < 60 {
-		return t["eta_under_minute"]
+		return append(dst, e.underMinute...)
 	}
 	m := (seconds + 30) / 60
 	switch {
 	case m == 1:
-		return t["eta_minutes_one"]
+		return append(dst, e.minutesOne...)
 	case m < 90:
 		if m > 10 {
 			m = (m + 2) / 5 * 5
 		}
-		return fill(t["eta_minutes_other"], m, t)
+		return e.fill(dst, e.minutesOther, m)
 	default:
-		return fill(t["eta_hours_other"], (m+30)/60, t)
+		return e.fill(dst, e.hoursOther, (m+30)/60)
 	}
 }
 
-func fill(text string, n int, t map[string]string) string {
-	return strings.Replace(text, "{n}", formatNumber(t, n), 1)
+// fill writes text with its first "{n}" replaced by n (as strings.Replace
+// would, once); a text without the mark is written as it is.
+func (e *etaTexts) fill(dst []byte, text string, n int) []byte {
+	before, after, ok := strings.Cut(text, "{n}")
+	if !ok {
+		return append(dst, text...)
+	}
+	dst = append(dst, before...)
+	dst = appendNumber(dst, e.separator, n)
+	return append(dst, after...)
 }
 
 // formatNumber groups digits by thousands with the language's separator.
 func formatNumber(t map[string]string, n int) string {
-	digits := strconv.Itoa(n)
-	sign := ""
+	return string(appendNumber(nil, t["thousands_separator"], n))
+}
+
+// appendNumber is formatNumber without the map or the string: the one
+// implementation the template function and the cached page share.
+func appendNumber(dst []byte, sep string, n int) []byte {
+	var buf [20]byte
+	digits := strconv.AppendInt(buf[:0], int64(n), 10)
 	if n < 0 {
-		sign, digits = "-", digits[1:]
+		dst = append(dst, '-')
+		digits = digits[1:]
 	}
-	sep := t["thousands_separator"]
-	var b strings.Builder
-	b.WriteString(sign)
 	for i, d := range digits {
 		if i > 0 && (len(digits)-i)%3 == 0 {
-			b.WriteString(sep)
+			dst = append(dst, sep...)
 		}
-		b.WriteRune(d)
+		dst = append(dst, d)
 	}
-	return b.String()
+	return dst
 }
 
 // around splits a translated sentence at its placeholder, so the template can

@@ -209,7 +209,8 @@ func TestETANeverPluralOfOne(t *testing.T) {
 	eta := Funcs()["eta"].(func(map[string]string, int) string)
 	for _, lang := range Languages() {
 		msgs := Messages(lang)
-		bad := map[string]bool{fill(msgs["eta_minutes_other"], 1, msgs): true, fill(msgs["eta_hours_other"], 1, msgs): true}
+		e := etaTextsOf(msgs)
+		bad := map[string]bool{string(e.fill(nil, msgs["eta_minutes_other"], 1)): true, string(e.fill(nil, msgs["eta_hours_other"], 1)): true}
 		delete(bad, msgs["eta_minutes_one"])
 		for s := 0; s <= 48*3600; s += 15 {
 			if got := eta(msgs, s); bad[got] {

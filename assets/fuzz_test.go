@@ -1,6 +1,7 @@
 package assets
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"testing"
@@ -36,6 +37,40 @@ func FuzzNegotiateFirstNamedWins(f *testing.F) {
 		head := min(len(header), maxAcceptLanguage)
 		if n, limit := testalloc.Bytes(func() { negotiate(header, langs) }), 1024+16*head; n > float64(limit) {
 			t.Errorf("negotiate of a %d-byte header allocated %v bytes (limit %d)", len(header), n, limit)
+		}
+	})
+}
+
+// Whatever an operator's template does, its Page writes what executing it writes:
+// the walk may refuse a template it could have spliced, never splice one wrongly.
+func FuzzPageIsTheTemplate(f *testing.F) {
+	for _, s := range []string{
+		`<p>{{.Position}} {{number .T .Waiting}} {{eta .T .ETASeconds}}</p><i nonce="{{.Nonce}}">{{percent .Progress}}</i>`,
+		`{{if lt .Position 10}}soon{{else}}{{.Position}}{{end}}`,
+		`<script>var s = {{clientState .}}, p = {{.Position}}, n = {{.Nonce}}, w = {{number .T .Waiting}};</script>`,
+		`{{$p := .Position}}{{range $k, $v := .T}}{{$p}}{{end}}{{with $}}{{.Active}}{{end}}`,
+		`{{define "x"}}{{.}}{{end}}{{template "x" .Position}}<a href="/{{template "x" .Waiting}}">`,
+		`<title>{{number .T .Position}}</title><textarea>{{eta .T .StartsInSeconds}}</textarea><!-- {{.Position}} -->`,
+		`<progress value={{.Progress}}></progress><p style="width: {{.Progress}}%">`,
+		`{{.Position | printf "%d"}}{{len .Nonce}}{{index .T "heading"}}{{and .Position .Waiting}}`,
+	} {
+		f.Add(s, 1234, 42)
+	}
+	f.Fuzz(func(t *testing.T, text string, position, eta int) {
+		p, err := NewPage("fuzz.html", text)
+		if err != nil {
+			return
+		}
+		for _, lang := range []string{"en", "fr"} {
+			d := PageData{Room: "shop", Lang: lang, State: "queued", Mode: "fifo", Position: position, Waiting: position * 3,
+				Active: 2, Capacity: 2, ETAKnown: true, ETASeconds: eta, Progress: 50, RefreshSeconds: 5, Nonce: "abc123XYZ"}
+			got, gotErr := p.Render(nil, &d)
+			d.T = Messages(lang)
+			var want bytes.Buffer
+			wantErr := p.Template().Execute(&want, d)
+			if (gotErr == nil) != (wantErr == nil) || gotErr == nil && !bytes.Equal(got, want.Bytes()) {
+				t.Fatalf("%q (%s, position %d, eta %d):\nPage     %q, %v\ntemplate %q, %v", text, lang, position, eta, got, gotErr, want.String(), wantErr)
+			}
 		}
 	})
 }

@@ -76,6 +76,25 @@ func Messages(lang string) map[string]string {
 	return msgs
 }
 
+// shared holds one merged message map per language, built once, for the renders
+// Page does itself. Handing a template the same map every time is safe: neither
+// a template nor Funcs can write to it. Anyone else gets a copy from Messages.
+var shared = func() map[string]map[string]string {
+	m := make(map[string]map[string]string, len(languages))
+	for _, lang := range languages {
+		m[lang] = Messages(lang)
+	}
+	return m
+}()
+
+// sharedMessages is Messages(lang) without the copy; never write to it.
+func sharedMessages(lang string) map[string]string {
+	if m, ok := shared[lang]; ok {
+		return m
+	}
+	return shared[defaultLang]
+}
+
 // maxAcceptLanguage bounds the work one header can cause. Real browsers send
 // well under 200 bytes; anything past this is not a person's preference list.
 const maxAcceptLanguage = 1024
@@ -105,7 +124,14 @@ func negotiate(acceptLanguage string, languages []string) string {
 		order    int
 		set      bool
 	}
-	picks := make([]pick, len(languages))
+	// On the stack for the built-in languages: Negotiate runs for every page.
+	var onStack [8]pick
+	var picks []pick
+	if len(languages) <= len(onStack) {
+		picks = onStack[:len(languages)]
+	} else {
+		picks = make([]pick, len(languages))
+	}
 	rest := acceptLanguage
 	for order := 0; rest != ""; order++ {
 		var item string

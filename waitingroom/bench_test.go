@@ -140,10 +140,14 @@ func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discard) WriteHeader(int)             {}
 
 func benchRequests(b *testing.B, serve func(http.ResponseWriter, *http.Request), cookie string) {
+	benchRequestsAccepting(b, serve, cookie, "text/html")
+}
+
+func benchRequestsAccepting(b *testing.B, serve func(http.ResponseWriter, *http.Request), cookie, accept string) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		r := httptest.NewRequest(http.MethodGet, "http://shop.example/tickets", nil)
-		r.Header.Set("Accept", "text/html")
+		r.Header.Set("Accept", accept)
 		if cookie != "" {
 			r.Header.Set("Cookie", "session=abc; theme=dark; "+cookie)
 		}
@@ -161,5 +165,14 @@ func BenchmarkChainNewVisitorQueued(b *testing.B) {
 	tr.visit("", "")
 	next := okHandler()
 	benchRequests(b, func(w http.ResponseWriter, r *http.Request) { _ = tr.h.ServeHTTP(w, r, next) }, "")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "visitors/s")
+}
+
+func BenchmarkChainNewVisitorQueuedJSON(b *testing.B) {
+	// As ChainNewVisitorQueued, for an API client: the same facts as JSON.
+	tr := newBenchRoom(b, 1)
+	tr.visit("", "")
+	next := okHandler()
+	benchRequestsAccepting(b, func(w http.ResponseWriter, r *http.Request) { _ = tr.h.ServeHTTP(w, r, next) }, "", "application/json")
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "visitors/s")
 }

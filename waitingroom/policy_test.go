@@ -244,7 +244,7 @@ func TestTemplateErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.h.page, err = assets.NewTemplate(fragile, string(tmpl)); err != nil {
+	if tr.h.page, err = assets.NewPage(fragile, string(tmpl)); err != nil {
 		t.Fatalf("a template that renders the sample was refused: %v", err)
 	}
 	core, logs := observer.New(zapcore.ErrorLevel)

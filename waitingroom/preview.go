@@ -49,14 +49,23 @@ func (r *Room) Preview(state string, position int, lang string) (page []byte, no
 	if lang == "" && h.Lang != "" {
 		tag = h.Lang // the room's fixed language, unless the preview asks for another
 	}
-	data := h.pageData(v, tag, p.mode)
-	page, err = h.renderPage(data)
+	data := h.pageData(v, tag, p.mode, newNonce())
+	page, err = h.renderPage(nil, &data)
 	return page, data.Nonce, err
 }
 
 // PageHeaders sets the headers a rendered page needs (its CSP allows nonce).
 func PageHeaders(hdr interface{ Set(k, v string) }, nonce string) {
-	hdr.Set("Content-Type", "text/html; charset=utf-8")
-	hdr.Set("Content-Security-Policy", pageCSP(nonce))
-	hdr.Set("Referrer-Policy", "no-referrer")
+	for _, f := range pageFields(pageCSP(nonce)) {
+		hdr.Set(f.name, f.value)
+	}
+}
+
+// pageFields are the header fields of a page whose policy is csp.
+func pageFields(csp string) [3]headerField {
+	return [3]headerField{
+		{"Content-Type", "text/html; charset=utf-8"},
+		{"Content-Security-Policy", csp},
+		{"Referrer-Policy", "no-referrer"},
+	}
 }

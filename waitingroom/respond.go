@@ -1,18 +1,10 @@
 package waitingroom
 
 import (
-	"bytes"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-
-	"go.uber.org/zap"
-
-	"github.com/caddy-waitingroom/caddy-waitingroom/assets"
 )
 
 // view is what a waiter is told, as JSON (API clients, polling, WebSocket) and as the
@@ -114,85 +106,22 @@ func (h *Handler) serveRejected(w http.ResponseWriter, r *http.Request, p policy
 }
 
 func (h *Handler) respond(w http.ResponseWriter, r *http.Request, code int, v view) error {
-	hdr := w.Header()
-	hdr.Set("Cache-Control", "no-store")
-	hdr.Set("Retry-After", strconv.Itoa(v.RefreshSeconds))
-	hdr.Set("X-Content-Type-Options", "nosniff")
-	hdr.Set("Referrer-Policy", "no-referrer")
-	hdr.Add("Vary", "Accept, Accept-Language")
+	setHeader(w.Header(),
+		headerField{"Cache-Control", "no-store"},
+		headerField{"Retry-After", strconv.Itoa(v.RefreshSeconds)},
+		headerField{"X-Content-Type-Options", "nosniff"},
+		headerField{"Referrer-Policy", "no-referrer"},
+		headerField{"Vary", "Accept, Accept-Language"})
 	if prefersJSON(r.Header.Get("Accept")) {
-		hdr.Set("Content-Type", "application/json")
-		hdr.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'") // data, never a document
+		setHeader(w.Header(),
+			headerField{"Content-Type", "application/json"},
+			headerField{"Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"}) // data, never a document
 		w.WriteHeader(code)
-		return json.NewEncoder(w).Encode(v)
-	}
-	return h.writePage(w, r, code, v)
-}
-
-// writePage renders the waiting page. It renders into a buffer first so that a broken
-// operator template falls back to the embedded page instead of a half-written one.
-func (h *Handler) writePage(w http.ResponseWriter, r *http.Request, code int, v view) error {
-	lang := h.Lang
-	if lang == "" {
-		lang = assets.Negotiate(r.Header.Get("Accept-Language"))
-	}
-	data := h.pageData(v, lang, h.policyAt(h.clock.Now()).mode)
-	body, err := h.renderPage(data)
-	if err != nil {
+		var buf [256]byte
+		_, err := w.Write(append(v.appendJSON(buf[:0]), '\n')) // as json.Encoder writes it
 		return err
 	}
-	PageHeaders(w.Header(), data.Nonce)
-	w.WriteHeader(code)
-	_, err = w.Write(body)
-	return err
-}
-
-// pageData is what the page template gets for view v (see assets.PageData).
-func (h *Handler) pageData(v view, lang, mode string) assets.PageData {
-	data := assets.PageData{
-		Room:           v.Room,
-		Lang:           lang,
-		State:          v.Status,
-		Mode:           mode,
-		Position:       v.Position,
-		Waiting:        v.Waiting,
-		Active:         v.Active,
-		Capacity:       v.Capacity,
-		ETAKnown:       v.ETASeconds != nil,
-		Progress:       progress(v.Position, v.Waiting),
-		RefreshSeconds: v.RefreshSeconds,
-		Lottery:        v.lottery,
-		Nonce:          newNonce(),
-		T:              assets.Messages(lang),
-	}
-	if v.ETASeconds != nil {
-		data.ETASeconds = *v.ETASeconds
-	}
-	if v.prequeue {
-		data.State = "prequeue"
-		data.StartsInSeconds = *v.StartsInSeconds
-	}
-	return data
-}
-
-// renderPage renders the room's page into a buffer first, so that a broken operator
-// template falls back to the embedded page (and is logged) instead of a half-written one.
-func (h *Handler) renderPage(data assets.PageData) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := h.page.Execute(&buf, data); err != nil {
-		h.logger.Error("waiting page template failed; serving the embedded page",
-			zap.String("room", h.Name), zap.String("template", h.Template), zap.Error(err))
-		buf.Reset()
-		if err := assets.DefaultTemplate().Execute(&buf, data); err != nil {
-			return nil, err
-		}
-	}
-	return buf.Bytes(), nil
-}
-
-func pageCSP(nonce string) string {
-	return "default-src 'none'; script-src 'nonce-" + nonce + "'; style-src 'nonce-" + nonce +
-		"'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+	return h.writePage(w, r, code, v)
 }
 
 // progress is how far toward the front the waiter is, 0..100: the back of the line is
@@ -203,12 +132,6 @@ func progress(position, waiting int) int {
 	}
 	p := 100 - 100*(position-1)/waiting
 	return min(max(p, 0), 100)
-}
-
-func newNonce() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawStdEncoding.EncodeToString(b[:])
 }
 
 // isWaitingSocket reports whether r is the waiting page's WebSocket upgrade (and not,

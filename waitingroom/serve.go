@@ -102,14 +102,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 // session was just confirmed with the store.
 func (h *Handler) admit(w http.ResponseWriter, r *http.Request, keys *keyring, id VisitorID, since, now time.Time) {
 	expires := now.Add(time.Duration(h.SessionTTL))
-	h.Cookie.set(w, r, keys.seal(token{state: Admitted, id: id, since: since, expires: expires}), expires)
+	var sealed [tokenText]byte
+	h.Cookie.set(w, r, keys.appendSealed(sealed[:0], token{state: Admitted, id: id, since: since, expires: expires}), expires)
 	h.room.markTouched(id, now)
 }
 
 // queue gives waiter id (queued since) a fresh queued cookie.
 func (h *Handler) queue(w http.ResponseWriter, r *http.Request, keys *keyring, id VisitorID, since, now time.Time) {
 	expires := now.Add(queuedTokenLife)
-	h.Cookie.set(w, r, keys.seal(token{state: Queued, id: id, since: since, expires: expires}), expires)
+	var sealed [tokenText]byte
+	h.Cookie.set(w, r, keys.appendSealed(sealed[:0], token{state: Queued, id: id, since: since, expires: expires}), expires)
 }
 
 // passAdmitted hands the request on, watching the response for the upstream's revoke
@@ -170,7 +172,7 @@ func (rw *revokeWatcher) obey() {
 	hdr.Del(commandHeader)
 	if strings.EqualFold(strings.TrimSpace(cmd), "revoke") {
 		rw.h.revoke(rw.r, rw.id)
-		rw.h.Cookie.set(rw.ResponseWriter, rw.r, "", time.Time{})
+		rw.h.Cookie.set(rw.ResponseWriter, rw.r, nil, time.Time{})
 	}
 }
 

@@ -200,11 +200,7 @@ func (hb *hub) readClient(ctx context.Context, cancel context.CancelFunc, c *web
 
 func (hb *hub) send(ctx context.Context, c *websocket.Conn, v view) bool {
 	v.Type = "position"
-	b, err := json.Marshal(v)
-	if err != nil {
-		return false
-	}
-	return hb.sendRaw(ctx, c, b)
+	return hb.sendRaw(ctx, c, v.appendJSON(nil))
 }
 
 func (hb *hub) sendRaw(ctx context.Context, c *websocket.Conn, b []byte) bool {

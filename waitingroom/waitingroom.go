@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html/template"
 	"net/http"
 	"os"
 	"slices"
@@ -108,7 +107,8 @@ type Handler struct {
 	storeType    string // the store module's name, for the admin API
 	releaseStore func()
 	room         *room
-	page         *template.Template
+	page         *assets.Page // the operator's template, or the embedded page
+	embedded     *assets.Page // what a failing operator template falls back to
 	logger       *zap.Logger
 	clock        clock
 }
@@ -162,15 +162,23 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 
-	h.page = assets.DefaultTemplate()
+	h.embedded = assets.EmbeddedPage()
+	h.page = h.embedded
 	if h.Template != "" {
 		text, err := os.ReadFile(h.Template)
 		if err != nil {
 			return fmt.Errorf("reading template: %w", err)
 		}
-		h.page, err = assets.NewTemplate(h.Template, string(text))
+		h.page, err = assets.NewPage(h.Template, string(text))
 		if err != nil {
 			return fmt.Errorf("parsing template %s: %w", h.Template, err)
+		}
+		if why := h.page.Unspliced(); why != nil {
+			// Not an error: the page is right, but each one costs a full template
+			// execution (~100x a cached one), which an operator expecting a surge
+			// wants to know.
+			h.logger.Info("waiting page template is executed for every queued visitor",
+				zap.String("room", h.Name), zap.String("template", h.Template), zap.String("reason", why.Error()))
 		}
 	}
 
