@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// What the ws section reads off a fleet of instances and their Redis.
+
+// fleetRSS is the sum of the instances' resident memory.
+func fleetRSS(ins []*instance) (int64, error) {
+	var sum int64
+	for _, in := range ins {
+		rss, err := in.rssBytes()
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", in.name, err)
+		}
+		sum += rss
+	}
+	return sum, nil
+}
+
+// goMemory is what the Go runtimes of a fleet hold, from each admin endpoint's
+// /metrics: heap in use, goroutine stacks in use, and goroutines.
+type goMemory struct {
+	heap, stacks, goroutines float64
+}
+
+// fleetGoMemory sums goMemory over the instances; with collect, each runs a garbage
+// collection first (the heap profile's gc=1), so heap is what is live, not what the
+// collector has yet to reclaim.
+func fleetGoMemory(ctx context.Context, ins []*instance, collect bool) (goMemory, error) {
+	var sum goMemory
+	for _, in := range ins {
+		if collect {
+			if err := drain(ctx, in.admin+"/debug/pprof/heap?gc=1"); err != nil {
+				return sum, fmt.Errorf("%s: %w", in.name, err)
+			}
+		}
+		m, err := scrape(ctx, in.admin+"/metrics",
+			"go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes", "go_goroutines")
+		if err != nil {
+			return sum, fmt.Errorf("%s: %w", in.name, err)
+		}
+		sum.heap += m[0]
+		sum.stacks += m[1]
+		sum.goroutines += m[2]
+	}
+	return sum, nil
+}
+
+func get(ctx context.Context, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s: status %d", url, resp.StatusCode)
+	}
+	return resp, nil
+}
+
+func drain(ctx context.Context, url string) error {
+	resp, err := get(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
+}
+
+// scrape reads the named unlabelled metrics from a Prometheus text page, in order.
+func scrape(ctx context.Context, url string, names ...string) ([]float64, error) {
+	resp, err := get(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	values := make([]float64, len(names))
+	found := make([]bool, len(names))
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		for i, n := range names {
+			if name == n {
+				values[i], err = strconv.ParseFloat(value, 64)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %s: %w", url, n, err)
+				}
+				found[i] = true
+			}
+		}
+	}
+	for i, ok := range found {
+		if !ok {
+			return nil, fmt.Errorf("%s: no %s", url, names[i])
+		}
+	}
+	return values, sc.Err()
+}
+
+// redisCalls is INFO commandstats as calls per command (lower case, "evalsha",
+// "bitpos", …); commands run inside scripts count under their own names too.
+func redisCalls(ctx context.Context, s *redisServer) (map[string]int64, error) {
+	info, err := s.client.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return nil, err
+	}
+	calls := map[string]int64{}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		name, rest, ok := strings.Cut(line, ":calls=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("commandstats %q: %w", line, err)
+		}
+		calls[strings.TrimPrefix(name, "cmdstat_")] = n
+	}
+	return calls, nil
+}
