@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // What the ws section reads off a fleet of instances and their Redis.
@@ -134,4 +136,70 @@ func redisCalls(ctx context.Context, s *redisServer) (map[string]int64, error) {
 		calls[strings.TrimPrefix(name, "cmdstat_")] = n
 	}
 	return calls, nil
+}
+
+// cpuSeconds is the CPU time the process has used so far (user and system), from
+// /proc: where a shared machine's cores went during a window.
+func (p *proc) cpuSeconds() (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; the fields after it are plain.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	fields := strings.Fields(rest)
+	if !ok || len(fields) < 13 {
+		return 0, fmt.Errorf("unexpected /proc stat %q", b)
+	}
+	var ticks float64
+	for _, f := range fields[11:13] { // utime and stime: fields 14 and 15 of the line
+		n, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += n
+	}
+	return ticks / clockTicks, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc's CPU times: 100 on every Linux we run on.
+const clockTicks = 100
+
+// cpuMeter measures the cores groups of processes used over a window.
+type cpuMeter struct {
+	start  time.Time
+	groups map[string][]*proc
+	before map[string]float64
+}
+
+func startCPUMeter(groups map[string][]*proc) (*cpuMeter, error) {
+	m := &cpuMeter{start: time.Now(), groups: groups, before: map[string]float64{}}
+	for name, procs := range groups {
+		for _, p := range procs {
+			s, err := p.cpuSeconds()
+			if err != nil {
+				return nil, err
+			}
+			m.before[name] += s
+		}
+	}
+	return m, nil
+}
+
+// cores returns each group's average cores over the window so far.
+func (m *cpuMeter) cores() (map[string]float64, error) {
+	wall := time.Since(m.start).Seconds()
+	out := map[string]float64{}
+	for name, procs := range m.groups {
+		var s float64
+		for _, p := range procs {
+			v, err := p.cpuSeconds()
+			if err != nil {
+				return nil, err
+			}
+			s += v
+		}
+		out[name] = (s - m.before[name]) / wall
+	}
+	return out, nil
 }

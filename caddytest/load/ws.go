@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -106,9 +107,20 @@ func runWS(ctx context.Context, r *rig, o options) ([]row, error) {
 		clients = append(clients, c)
 	}
 
+	groups := map[string][]*proc{"Redis": {red.proc}}
+	for _, in := range ins {
+		groups["Caddy"] = append(groups["Caddy"], in.proc)
+	}
+	for _, c := range clients {
+		groups["clients"] = append(groups["clients"], c.proc)
+	}
 	var windows []redisWindow
 	var g growth
 	for i, pop := range plan.populations {
+		ramp, err := startCPUMeter(groups)
+		if err != nil {
+			return nil, err
+		}
 		answers, err := askAll[growAnswer](clients, func(k int) string {
 			return fmt.Sprintf("grow %d", share(pop, len(clients), k))
 		})
@@ -116,7 +128,12 @@ func runWS(ctx context.Context, r *rig, o options) ([]row, error) {
 			return nil, err
 		}
 		g.add(answers)
-		fmt.Fprintf(os.Stderr, "   %d of %d waiters connected (%d failed%s)\n", g.connected, pop, g.failed, g.firstError)
+		cores, err := ramp.cores()
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(os.Stderr, "   %d of %d waiters connected (%d failed%s); cores used: %s\n",
+			g.connected, pop, g.failed, g.firstError, formatCores(cores))
 		if err := sleep(ctx, plan.settle); err != nil {
 			return nil, err
 		}
@@ -130,11 +147,19 @@ func runWS(ctx context.Context, r *rig, o options) ([]row, error) {
 				go func() { _ = r.profile(ins[0], "profile", d/2, "ws-caddy0-cpu.pprof") }()
 			}
 		}
+		meter, err := startCPUMeter(groups)
+		if err != nil {
+			return nil, err
+		}
 		w, err := measureRedis(ctx, red, d)
 		if err != nil {
 			return nil, err
 		}
 		w.waiters = g.connected
+		if w.cores, err = meter.cores(); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(os.Stderr, "   cores used over %v: %s\n", d, formatCores(w.cores))
 		windows = append(windows, w)
 	}
 	reports, err := askAll[waitersReport](clients, func(int) string { return "report" })
@@ -212,6 +237,12 @@ type redisWindow struct {
 	rounds   float64 // positions rounds: BITPOS runs in that script only, once a round
 	scripts  float64 // EVALSHA and EVAL: the store's round trips
 	commands float64 // every command, those inside scripts included
+
+	cores map[string]float64 // what each group of processes used meanwhile
+}
+
+func formatCores(cores map[string]float64) string {
+	return fmt.Sprintf("Caddy %.2f, clients %.2f, Redis %.2f", cores["Caddy"], cores["clients"], cores["Redis"])
 }
 
 func measureRedis(ctx context.Context, red *redisServer, d time.Duration) (redisWindow, error) {
@@ -278,6 +309,8 @@ func wsRows(o options, plan wsPlan, g growth, reports []waitersReport, before, a
 			target: "p99 ≤ " + silenceBound.String(), verdict: verdict(len(gaps) > 0 && time.Duration(p99)*time.Millisecond <= silenceBound)},
 		{figure: "  sockets ended, or told admitted, during the hold", value: fmt.Sprint(ended + admitted),
 			target: "0", verdict: verdict(ended+admitted == 0)},
+		{figure: fmt.Sprintf("  cores used during the hold (of %d, on a shared machine)", runtime.NumCPU()),
+			value: formatCores(windows[len(windows)-1].cores)},
 		{figure: "server memory per waiter (RSS of all instances, with waiters − before)",
 			value: kib(rssPer), baseline: fmt.Sprintf("%.0f MiB before", float64(before.rss)/(1<<20)),
 			target: "≤ 20 KiB", verdict: verdict(held > 0 && rssPer <= 20*1024)},
