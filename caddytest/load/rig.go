@@ -92,6 +92,10 @@ func (r *rig) close() {
 	for _, p := range procs {
 		p.stop()
 	}
+	if r.o.keep {
+		fmt.Fprintln(os.Stderr, "kept the run's folder:", r.dir)
+		return
+	}
 	_ = os.RemoveAll(r.dir)
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -16,9 +15,9 @@ import (
 // what the README promises about them: every waiter hears from the room at least
 // every 2 s while nobody moves, the server's memory per waiter, Redis's memory per
 // waiter, and Redis commands for the position pushes that do not grow with the
-// waiters. It grows the crowd in three steps (1 %, 10 %, 100 %) and measures Redis over
-// an idle window at each; at full load it holds a measured window, then times
-// admissions across instances under that load (probe.go).
+// waiters. It grows the crowd in three steps (1 %, 10 %, 100 %) and measures an idle
+// window at each, the last one longer; then it times admissions across instances
+// under that load (probe.go).
 func init() {
 	register(section{
 		name:  "ws",
@@ -41,10 +40,10 @@ const (
 
 // wsPlan is the scale of a run.
 type wsPlan struct {
-	populations []int         // waiters held at each Redis window; the last is the full load
+	populations []int         // waiters held at each idle window; the last is the full load
 	settle      time.Duration // after growing, before measuring: the joins' own work is over
-	window      time.Duration // Redis's idle window at the smaller populations
-	hold        time.Duration // the measured window at full load
+	window      time.Duration // the idle window at the smaller populations
+	hold        time.Duration // the idle window at full load
 	probes      int           // admission samples under full load
 }
 
@@ -63,123 +62,178 @@ func planWS(o options) wsPlan {
 	return p
 }
 
+// wsFleet is everything the section starts.
+type wsFleet struct {
+	r       *rig
+	red     *redisServer
+	ins     []*instance
+	addrs   []string
+	clients []*steeredClient
+	groups  map[string][]*proc // for the CPU meter: Caddy, clients, Redis
+}
+
 func runWS(ctx context.Context, r *rig, o options) ([]row, error) {
 	plan := planWS(o)
-	red, err := r.startRedis("ws-redis")
-	if err != nil {
+	f := &wsFleet{r: r}
+	defer f.stop()
+	if err := f.start(o); err != nil {
 		return nil, err
 	}
-	defer red.stop()
-	var ins []*instance
-	for i := range o.instances {
-		in, err := r.startCaddy(fmt.Sprintf("ws-caddy%d", i), caddyConfig{"site": roomSite("load_ws", red.addr)})
-		if err != nil {
-			return nil, err
-		}
-		defer in.stop()
-		ins = append(ins, in)
-	}
-	addrs := instanceAddrs(ins, "site")
-
 	// Before anyone joins: what the per-waiter figures subtract.
 	var before fleetState
-	if err := before.read(ctx, ins, red); err != nil {
+	if err := before.read(ctx, f); err != nil {
 		return nil, err
 	}
-	holder, err := takeSlot(addrs[0])
+	holder, err := takeSlot(f.addrs[0])
 	if err != nil {
 		return nil, err
 	}
-	probes, err := joinProbes(addrs, plan.probes)
+	probes, err := joinProbes(f.addrs, plan.probes)
 	if err != nil {
 		return nil, err
 	}
 	defer closeProbes(probes)
-	var clients []*steeredClient
-	for k := range o.clients {
-		c, err := r.startSteeredClient(fmt.Sprintf("ws-waiters%d", k), "waiters",
-			"-addrs", strings.Join(addrs, ","), "-path", roomPath,
-			"-source", fmt.Sprintf("127.0.0.%d", 2+k), "-bound", silenceBound.String())
-		if err != nil {
-			return nil, err
-		}
-		defer c.stop()
-		clients = append(clients, c)
+	if err := f.startClients(o); err != nil {
+		return nil, err
 	}
 
-	groups := map[string][]*proc{"Redis": {red.proc}}
-	for _, in := range ins {
-		groups["Caddy"] = append(groups["Caddy"], in.proc)
-	}
-	for _, c := range clients {
-		groups["clients"] = append(groups["clients"], c.proc)
-	}
-	var windows []redisWindow
+	var windows []idleWindow
 	var g growth
 	for i, pop := range plan.populations {
-		ramp, err := startCPUMeter(groups)
-		if err != nil {
+		if err := f.grow(ctx, pop, &g); err != nil {
 			return nil, err
 		}
-		answers, err := askAll[growAnswer](clients, func(k int) string {
-			return fmt.Sprintf("grow %d", share(pop, len(clients), k))
-		})
-		if err != nil {
-			return nil, err
-		}
-		g.add(answers)
-		cores, err := ramp.cores()
-		if err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(os.Stderr, "   %d of %d waiters connected (%d failed%s); cores used: %s\n",
-			g.connected, pop, g.failed, g.firstError, formatCores(cores))
 		if err := sleep(ctx, plan.settle); err != nil {
 			return nil, err
 		}
 		d := plan.window
 		if i == len(plan.populations)-1 {
 			d = plan.hold
-			if _, err := askAll[struct{}](clients, func(int) string { return "mark" }); err != nil {
-				return nil, err
-			}
 			if o.profiles != "" {
-				go func() { _ = r.profile(ins[0], "profile", d/2, "ws-caddy0-cpu.pprof") }()
+				go func() { _ = r.profile(f.ins[0], "profile", d/2, "ws-caddy0-cpu.pprof") }()
 			}
 		}
-		meter, err := startCPUMeter(groups)
-		if err != nil {
-			return nil, err
-		}
-		w, err := measureRedis(ctx, red, d)
+		w, err := f.idle(ctx, d)
 		if err != nil {
 			return nil, err
 		}
 		w.waiters = g.connected
-		if w.cores, err = meter.cores(); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(os.Stderr, "   cores used over %v: %s\n", d, formatCores(w.cores))
 		windows = append(windows, w)
 	}
-	reports, err := askAll[waitersReport](clients, func(int) string { return "report" })
-	if err != nil {
-		return nil, err
-	}
 	var after fleetState
-	if err := after.read(ctx, ins, red); err != nil {
+	if err := after.read(ctx, f); err != nil {
 		return nil, err
 	}
-	if err := r.profile(ins[0], "heap", 0, "ws-caddy0-heap.pprof"); err != nil {
+	if err := r.profile(f.ins[0], "heap", 0, "ws-caddy0-heap.pprof"); err != nil {
 		return nil, err
 	}
-	_ = r.profile(ins[0], "goroutine", 0, "ws-caddy0-goroutine.pprof")
+	_ = r.profile(f.ins[0], "goroutine", 0, "ws-caddy0-goroutine.pprof")
 
-	rows := wsRows(o, plan, g, reports, before, after, g.connected+len(probes), windows)
+	rows := wsRows(o, plan, g, windows, before, after, g.connected+len(probes))
 	fmt.Fprintf(os.Stderr, "   timing %d admissions under that load…\n", len(probes))
-	s, err := timeAdmissions(ctx, addrs, holder, probes)
+	s, err := timeAdmissions(ctx, f.addrs, holder, probes)
 	rows = append(rows, latencyRows(fmt.Sprintf("%s waiters held", num(float64(g.connected))), s)...)
 	return rows, err
+}
+
+func (f *wsFleet) start(o options) error {
+	var err error
+	if f.red, err = f.r.startRedis("ws-redis"); err != nil {
+		return err
+	}
+	f.groups = map[string][]*proc{"Redis": {f.red.proc}}
+	for i := range o.instances {
+		in, err := f.r.startCaddy(fmt.Sprintf("ws-caddy%d", i), caddyConfig{"site": roomSite("load_ws", f.red.addr)})
+		if err != nil {
+			return err
+		}
+		f.ins = append(f.ins, in)
+		f.groups["Caddy"] = append(f.groups["Caddy"], in.proc)
+	}
+	f.addrs = instanceAddrs(f.ins, "site")
+	return nil
+}
+
+// startClients starts the client processes, each sending from a loopback address of
+// its own (see waiters.go).
+func (f *wsFleet) startClients(o options) error {
+	for k := range o.clients {
+		c, err := f.r.startSteeredClient(fmt.Sprintf("ws-waiters%d", k), "waiters",
+			"-addrs", strings.Join(f.addrs, ","), "-path", roomPath,
+			"-source", fmt.Sprintf("127.0.0.%d", 2+k), "-bound", silenceBound.String())
+		if err != nil {
+			return err
+		}
+		f.clients = append(f.clients, c)
+		f.groups["clients"] = append(f.groups["clients"], c.proc)
+	}
+	return nil
+}
+
+// stop ends the section's processes now rather than at the end of the run: the next
+// section should not share the machine with 100,000 idle sockets.
+func (f *wsFleet) stop() {
+	for _, c := range f.clients {
+		c.stop()
+	}
+	for _, in := range f.ins {
+		in.stop()
+	}
+	if f.red != nil {
+		f.red.stop()
+	}
+}
+
+// grow has the clients connect waiters until pop are held, and says how it went.
+func (f *wsFleet) grow(ctx context.Context, pop int, g *growth) error {
+	meter, err := startCPUMeter(f.groups)
+	if err != nil {
+		return err
+	}
+	answers, err := askAll[growAnswer](f.clients, func(k int) string {
+		return fmt.Sprintf("grow %d", share(pop, len(f.clients), k))
+	})
+	if err != nil {
+		return err
+	}
+	g.add(answers)
+	cores, err := meter.cores()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "   %d of %d waiters connected (%d failed%s); cores used: %s\n",
+		g.connected, pop, g.failed, g.firstError, formatCores(cores))
+	return nil
+}
+
+// An idleWindow is what one window measured while nobody joined or was admitted.
+type idleWindow struct {
+	waiters int
+	redis   redisRates
+	cores   map[string]float64 // what each group of processes used
+	heard   []waitersReport    // each client's
+}
+
+func (f *wsFleet) idle(ctx context.Context, d time.Duration) (idleWindow, error) {
+	var w idleWindow
+	if _, err := askAll[struct{}](f.clients, func(int) string { return "mark" }); err != nil {
+		return w, err
+	}
+	meter, err := startCPUMeter(f.groups)
+	if err != nil {
+		return w, err
+	}
+	if w.redis, err = measureRedis(ctx, f.red, d); err != nil {
+		return w, err
+	}
+	if w.cores, err = meter.cores(); err != nil {
+		return w, err
+	}
+	if w.heard, err = askAll[waitersReport](f.clients, func(int) string { return "report" }); err != nil {
+		return w, err
+	}
+	fmt.Fprintf(os.Stderr, "   idle %v: cores used: %s\n", d, formatCores(w.cores))
+	return w, nil
 }
 
 // share is client k's part of n waiters.
@@ -219,127 +273,58 @@ type fleetState struct {
 	redisMem int64
 }
 
-func (s *fleetState) read(ctx context.Context, ins []*instance, red *redisServer) error {
+func (s *fleetState) read(ctx context.Context, f *wsFleet) error {
 	var err error
-	if s.rss, err = fleetRSS(ins); err != nil { // first: the collection below would shrink the heap
+	if s.rss, err = fleetRSS(f.ins); err != nil { // first: the collection below would shrink the heap
 		return err
 	}
-	if s.goMem, err = fleetGoMemory(ctx, ins, true); err != nil {
+	if s.goMem, err = fleetGoMemory(ctx, f.ins, true); err != nil {
 		return err
 	}
-	s.redisMem, err = red.usedMemory(ctx)
+	s.redisMem, err = f.red.usedMemory(ctx)
 	return err
 }
 
-// A redisWindow is what Redis ran per second over an idle window.
-type redisWindow struct {
-	waiters  int
+// redisRates are what Redis ran per second over a window.
+type redisRates struct {
 	rounds   float64 // positions rounds: BITPOS runs in that script only, once a round
 	scripts  float64 // EVALSHA and EVAL: the store's round trips
 	commands float64 // every command, those inside scripts included
-
-	cores map[string]float64 // what each group of processes used meanwhile
 }
 
-func formatCores(cores map[string]float64) string {
-	return fmt.Sprintf("Caddy %.2f, clients %.2f, Redis %.2f", cores["Caddy"], cores["clients"], cores["Redis"])
-}
-
-func measureRedis(ctx context.Context, red *redisServer, d time.Duration) (redisWindow, error) {
+func measureRedis(ctx context.Context, red *redisServer, d time.Duration) (redisRates, error) {
+	var rates redisRates
 	c0, err := redisCalls(ctx, red)
 	if err != nil {
-		return redisWindow{}, err
+		return rates, err
 	}
 	start := time.Now()
 	if err := sleep(ctx, d); err != nil {
-		return redisWindow{}, err
+		return rates, err
 	}
 	c1, err := redisCalls(ctx, red)
 	if err != nil {
-		return redisWindow{}, err
+		return rates, err
 	}
 	secs := time.Since(start).Seconds()
-	var w redisWindow
 	for name, n := range c1 {
 		if name == "info" {
 			continue // ours
 		}
 		rate := float64(n-c0[name]) / secs
-		w.commands += rate
+		rates.commands += rate
 		switch name {
 		case "evalsha", "eval":
-			w.scripts += rate
+			rates.scripts += rate
 		case "bitpos":
-			w.rounds += rate
+			rates.rounds += rate
 		}
 	}
-	return w, nil
+	return rates, nil
 }
 
-func wsRows(o options, plan wsPlan, g growth, reports []waitersReport, before, after fleetState, held int, windows []redisWindow) []row {
-	requested := plan.populations[len(plan.populations)-1]
-	var within, ended, admitted int
-	var gaps []int
-	var window float64
-	for _, rep := range reports {
-		within += rep.Within
-		ended += rep.EndedN
-		admitted += rep.Admitted
-		gaps = append(gaps, rep.MaxGapMillis...)
-		window = max(window, rep.WindowSeconds)
-	}
-	sec := func(ms int) string { return fmt.Sprintf("%.2f s", float64(ms)/1000) }
-	p99 := percentile(gaps, 0.99)
-	kib := func(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }
-	perWaiter := func(b float64) float64 { return b / float64(max(held, 1)) }
-	goBefore, goAfter := before.goMem, after.goMem
-	goPer := perWaiter(goAfter.heap + goAfter.stacks - goBefore.heap - goBefore.stacks)
-	rssPer := perWaiter(float64(after.rss - before.rss))
-	redisPer := perWaiter(float64(after.redisMem - before.redisMem))
-
-	rows := []row{
-		{figure: fmt.Sprintf("waiting WebSockets held (%d instances, %d client processes, one Redis)", o.instances, o.clients),
-			value: fmt.Sprintf("%d of %d", g.connected, requested), target: "all", verdict: verdict(g.connected == requested)},
-		{figure: "  ramp: join + upgrade per waiter, all clients together",
-			value: num(float64(g.connected)/g.took.Seconds()) + " /s"},
-		ratioRow(fmt.Sprintf("waiters told at least every %v over a %.0f s hold (longest silence ≤ %v)", promisedSilence, window, silenceBound),
-			float64(within), float64(g.connected), "waiters", 1),
-		{figure: "  longest silence per waiter: p50 / p99 / max",
-			value:  sec(percentile(gaps, 0.5)) + " / " + sec(p99) + " / " + sec(percentile(gaps, 1)),
-			target: "p99 ≤ " + silenceBound.String(), verdict: verdict(len(gaps) > 0 && time.Duration(p99)*time.Millisecond <= silenceBound)},
-		{figure: "  sockets ended, or told admitted, during the hold", value: fmt.Sprint(ended + admitted),
-			target: "0", verdict: verdict(ended+admitted == 0)},
-		{figure: fmt.Sprintf("  cores used during the hold (of %d, on a shared machine)", runtime.NumCPU()),
-			value: formatCores(windows[len(windows)-1].cores)},
-		{figure: "server memory per waiter (RSS of all instances, with waiters − before)",
-			value: kib(rssPer), baseline: fmt.Sprintf("%.0f MiB before", float64(before.rss)/(1<<20)),
-			target: "≤ 20 KiB", verdict: verdict(held > 0 && rssPer <= 20*1024)},
-		{figure: "  of which Go heap + goroutine stacks in use (after a collection)",
-			value: fmt.Sprintf("%s (heap %s, stacks %s)", kib(goPer),
-				kib(perWaiter(goAfter.heap-goBefore.heap)), kib(perWaiter(goAfter.stacks-goBefore.stacks)))},
-		{figure: "  goroutines per waiter", value: fmt.Sprintf("%.2f", perWaiter(goAfter.goroutines-goBefore.goroutines))},
-		{figure: "Redis used_memory per waiter", value: fmt.Sprintf("%.0f B", redisPer), target: "≤ 200 B", verdict: verdict(held > 0 && redisPer <= 200)},
-	}
-	base := windows[0]
-	for _, w := range windows {
-		ratio := w.rounds / base.rounds
-		rows = append(rows, row{
-			figure:   fmt.Sprintf("position pushes at %s waiters: Redis script runs/s (1 run, 4 commands, per instance per round)", num(float64(w.waiters))),
-			value:    fmt.Sprintf("%.1f /s", w.rounds),
-			baseline: fmt.Sprintf("%.1f /s at %s", base.rounds, num(float64(base.waiters))),
-			ratio:    fmt.Sprintf("%.2f", ratio),
-			target:   "≈ 1", verdict: verdict(ratio >= 0.8 && ratio <= 1.25),
-		})
-	}
-	for _, w := range windows {
-		rows = append(rows, row{
-			figure:   fmt.Sprintf("  everything Redis ran while idle at %s waiters (heartbeats grow with waiters)", num(float64(w.waiters))),
-			value:    fmt.Sprintf("%s commands/s in %s script runs/s", num(w.commands), num(w.scripts)),
-			baseline: fmt.Sprintf("%s commands/s", num(base.commands)),
-			ratio:    fmt.Sprintf("%.2f", w.commands/base.commands),
-		})
-	}
-	return rows
+func formatCores(cores map[string]float64) string {
+	return fmt.Sprintf("Caddy %.2f, clients %.2f, Redis %.2f", cores["Caddy"], cores["clients"], cores["Redis"])
 }
 
 // askAll sends each client its command at once and collects the answers in order.
