@@ -57,7 +57,7 @@ func planWS(o options) wsPlan {
 		probes: 30,
 	}
 	if o.quick {
-		p.settle, p.window, p.hold, p.probes = time.Second, 3*time.Second, 5*time.Second, 10
+		p.settle, p.window, p.hold, p.probes = time.Second, 2*time.Second, 3*time.Second, 5
 	}
 	return p
 }
