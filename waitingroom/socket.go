@@ -26,12 +26,14 @@ const (
 	// writeTimeout bounds one message write, so a stalled client costs a goroutine for
 	// seconds, not forever.
 	writeTimeout = 5 * time.Second
-	// socketBufferSize is the read and write buffer of an upgraded connection. net/http
-	// hands a hijacked connection over with the 4 KiB buffers it served the request
-	// with; a waiting socket reads a few short client messages and writes positions of
-	// ~200 bytes, and 8 KiB of buffers would be most of what each of 100,000 waiters
-	// costs. Any one message fits; a larger frame bypasses a bufio buffer anyway.
-	socketBufferSize = maxClientMessage
+	// The buffers of an upgraded connection. net/http hands a hijacked connection over
+	// with the 4 KiB buffers it served the request with; a waiting socket reads a few
+	// short client messages and writes positions of ~200 bytes, and 8 KiB of buffers
+	// would be most of what each of 100,000 waiters costs. A position fits the write
+	// buffer, so it goes out in one write; a longer frame only takes two. The read
+	// buffer holds a leave or a control frame; a longer frame reads through it.
+	socketReadBuffer  = 128
+	socketWriteBuffer = 512
 )
 
 // Close codes the page understands.
@@ -53,6 +55,7 @@ var admittedMessage = []byte(`{"type":"admitted"}`)
 type socket struct {
 	hb      *hub
 	c       *websocket.Conn
+	conn    net.Conn // c's connection, for write deadlines
 	id      VisitorID
 	release func() // gives back the address's connection count; nil without a cap
 
@@ -165,7 +168,7 @@ func (s *socket) write() {
 		s.mu.Unlock()
 		switch {
 		case admitted:
-			send(s.c, admittedMessage)
+			s.send(admittedMessage)
 			s.c.Close(websocket.StatusNormalClosure, "admitted")
 			return
 		case closing:
@@ -175,7 +178,7 @@ func (s *socket) write() {
 			s.c.Close(closeLost, "place lost")
 			return
 		}
-		if !sendView(s.c, *v) {
+		if !s.sendView(*v) {
 			s.mu.Lock()
 			s.done = true
 			s.mu.Unlock()
@@ -198,7 +201,8 @@ func (hb *hub) serve(w http.ResponseWriter, r *http.Request, id VisitorID, st St
 		}
 		release = func() { hb.rm.ips.closeConn(addr) }
 	}
-	c, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{Subprotocols: []string{subprotocol}})
+	sb := &smallBuffers{ResponseWriter: w}
+	c, err := websocket.Accept(sb, r, &websocket.AcceptOptions{Subprotocols: []string{subprotocol}})
 	if err != nil {
 		if release != nil {
 			release()
@@ -206,7 +210,7 @@ func (hb *hub) serve(w http.ResponseWriter, r *http.Request, id VisitorID, st St
 		return nil // Accept has answered the request (bad handshake or cross-origin)
 	}
 	c.SetReadLimit(maxClientMessage)
-	s := &socket{hb: hb, c: c, id: id, release: release}
+	s := &socket{hb: hb, c: c, conn: sb.conn, id: id, release: release}
 	if !hb.add(id, st.Ticket, s) {
 		c.Close(websocket.StatusServiceRestart, "reconnect")
 		s.end()
@@ -261,19 +265,27 @@ func (s *socket) end() {
 	s.c.CloseNow()
 }
 
-func sendView(c *websocket.Conn, v view) bool {
+func (s *socket) sendView(v view) bool {
 	v.Type = "position"
 	b, err := json.Marshal(v)
 	if err != nil {
 		return false
 	}
-	return send(c, b)
+	return s.send(b)
 }
 
-func send(c *websocket.Conn, b []byte) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	return c.Write(ctx, websocket.MessageText, b) == nil
+// send writes one message, bounded by writeTimeout. The bound is a deadline on the
+// connection, not a context: coder/websocket keeps a write's context until the next
+// write, and a timer context kept per socket was 1.5 KiB of what each waiter cost. The
+// deadline is cleared afterwards, so that the library's own writes (a pong, the close
+// frame) are not cut short by a stale one.
+func (s *socket) send(b []byte) bool {
+	if s.conn.SetWriteDeadline(time.Now().Add(writeTimeout)) != nil {
+		return false
+	}
+	err := s.c.Write(context.Background(), websocket.MessageText, b)
+	_ = s.conn.SetWriteDeadline(time.Time{})
+	return err == nil
 }
 
 // serveAdmitted answers the WebSocket of a waiter who was admitted while it was away:
@@ -283,17 +295,22 @@ func (hb *hub) serveAdmitted(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return nil
 	}
-	send(c, admittedMessage)
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	_ = c.Write(ctx, websocket.MessageText, admittedMessage)
 	c.Close(websocket.StatusNormalClosure, "admitted")
 	return nil
 }
 
 // smallBuffers is the ResponseWriter a waiting socket's upgrade sees: its Hijack hands
-// the connection over with socketBufferSize buffers instead of net/http's, carrying
-// over anything already read.
-type smallBuffers struct{ http.ResponseWriter }
+// the connection over with small buffers instead of net/http's, carrying over anything
+// already read, and keeps the connection for the socket's write deadlines.
+type smallBuffers struct {
+	http.ResponseWriter
+	conn net.Conn
+}
 
-func (sb smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (sb *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, brw, err := http.NewResponseController(sb.ResponseWriter).Hijack()
 	if err != nil {
 		return nil, nil, err
@@ -302,19 +319,20 @@ func (sb smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		conn.Close()
 		return nil, nil, err
 	}
-	br := bufio.NewReaderSize(conn, socketBufferSize)
+	br := bufio.NewReaderSize(conn, socketReadBuffer)
 	if n := brw.Reader.Buffered(); n > 0 {
 		// The bytes go into the new buffer itself, not merely in front of conn:
 		// coder/websocket keeps what is buffered and swaps the reader's source.
 		early, _ := brw.Reader.Peek(n)
-		br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(early)), conn), max(n, socketBufferSize))
+		br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(early)), conn), max(n, socketReadBuffer))
 		if _, err := br.Peek(n); err != nil {
 			conn.Close()
 			return nil, nil, err
 		}
 	}
-	return conn, bufio.NewReadWriter(br, bufio.NewWriterSize(conn, socketBufferSize)), nil
+	sb.conn = conn
+	return conn, bufio.NewReadWriter(br, bufio.NewWriterSize(conn, socketWriteBuffer)), nil
 }
 
 // Unwrap lets http.ResponseController reach the wrapped writer's other abilities.
-func (sb smallBuffers) Unwrap() http.ResponseWriter { return sb.ResponseWriter }
+func (sb *smallBuffers) Unwrap() http.ResponseWriter { return sb.ResponseWriter }

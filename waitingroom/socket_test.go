@@ -270,3 +270,44 @@ func TestCleanupTellsSocketsToReconnect(t *testing.T) {
 		}
 	}
 }
+
+// A client that stops reading costs the server a writer for writeTimeout, not forever:
+// the write gives up, and the socket is let go. (The bound is a deadline on the
+// connection: see send.)
+func TestStalledClientWriteGivesUp(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	tr.visit("", "")
+	_, cookie := tr.visit("", "application/json")
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _ = tr.h.ServeHTTP(w, r, next) }))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{
+		Subprotocols: []string{subprotocol},
+		HTTPHeader:   http.Header{"Cookie": {tr.h.Cookie.Name + "=" + cookie}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	readView(ctx, t, c) // and nothing more: the client stalls
+
+	var s *socket
+	tr.h.room.hub.mu.Lock()
+	for _, ws := range tr.h.room.hub.waiters {
+		s = ws.sockets[0]
+	}
+	tr.h.room.hub.mu.Unlock()
+	// More than the kernel buffers of both ends hold, so the write must block.
+	done := make(chan bool, 1)
+	go func() { done <- s.send(make([]byte, 64<<20)) }()
+	select {
+	case ok := <-done:
+		if ok {
+			t.Fatal("64 MiB went to a client that reads nothing")
+		}
+	case <-ctx.Done():
+		t.Fatal("a write to a stalled client never gave up")
+	}
+}
