@@ -8,18 +8,22 @@ import (
 
 // wsRows are the ws section's figures: the crowd held, what it heard in each idle
 // window, memory per waiter, and what Redis ran at each population.
-func wsRows(o options, plan wsPlan, g growth, windows []idleWindow, before, after fleetState, held int) []row {
+func wsRows(o options, plan wsPlan, g growth, windows []idleWindow, before, after fleetState, sockets int) []row {
 	requested := plan.populations[len(plan.populations)-1]
+	held := fmt.Sprintf("%d of %d", g.connected, requested)
+	if g.failed > 0 {
+		held += fmt.Sprintf(" (%d failed, first%s)", g.failed, g.firstError)
+	}
 	rows := []row{
 		{figure: fmt.Sprintf("waiting WebSockets held (%d instances, %d client processes, one Redis)", o.instances, o.clients),
-			value: fmt.Sprintf("%d of %d", g.connected, requested), target: "all", verdict: verdict(g.connected == requested)},
+			value: held, target: "all", verdict: verdict(g.connected == requested)},
 		{figure: "  ramp: join + upgrade per waiter, all clients together",
 			value: num(float64(g.connected)/g.took.Seconds()) + " /s"},
 	}
 	for _, w := range windows {
 		rows = append(rows, heardRows(w)...)
 	}
-	rows = append(rows, memoryRows(before, after, held)...)
+	rows = append(rows, memoryRows(before, after, sockets)...)
 	return append(rows, redisRows(windows)...)
 }
 
