@@ -56,7 +56,7 @@ func fleetGoMemory(ctx context.Context, ins []*instance, collect bool) (goMemory
 	return sum, nil
 }
 
-func get(ctx context.Context, url string) (*http.Response, error) {
+func fetch(ctx context.Context, url string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -73,7 +73,7 @@ func get(ctx context.Context, url string) (*http.Response, error) {
 }
 
 func drain(ctx context.Context, url string) error {
-	resp, err := get(ctx, url)
+	resp, err := fetch(ctx, url)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func drain(ctx context.Context, url string) error {
 
 // scrape reads the named unlabelled metrics from a Prometheus text page, in order.
 func scrape(ctx context.Context, url string, names ...string) ([]float64, error) {
-	resp, err := get(ctx, url)
+	resp, err := fetch(ctx, url)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -181,7 +180,7 @@ func checkout(client *http.Client, addr, cookie string) error {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	if string(body) != "done" {
-		return errors.New("the holder was not let through to the checkout: " + fmt.Sprintf("%d %q", resp.StatusCode, body))
+		return fmt.Errorf("the holder was not let through to the checkout: %d %q", resp.StatusCode, body)
 	}
 	return nil
 }
