@@ -80,28 +80,22 @@ type socket struct {
 // second late.
 const resendAfter = maxSilence - pushEvery - pushEvery/2
 
-// due reports whether v, offered at now, is to be written: the position changed, or
-// the waiter has heard nothing for resendAfter. If so it is recorded as offered. The
-// other figures (people waiting, the ETA) ride along and are never older than that: they
-// change with every arrival, and pushing them at once would cost, during a surge of
-// arrivals, a message per waiter per round (200,000 a second at 100,000 waiters) to move
-// a count. Hub goroutine only.
-func (s *socket) due(v view, now time.Time) bool {
-	if v.Position == s.lastPosition && now.Sub(s.lastOffered) < resendAfter {
+// due reports whether a position message, offered at now, is to be written: the
+// position changed, or the waiter has heard nothing for resendAfter. If so it is
+// recorded as offered. The other figures (people waiting, the ETA) ride along and are
+// never older than that: they change with every arrival, and pushing them at once
+// would cost, during a surge of arrivals, a message per waiter per round (200,000 a
+// second at 100,000 waiters) to move a count. Hub goroutine only.
+func (s *socket) due(position int, now time.Time) bool {
+	if position == s.lastPosition && now.Sub(s.lastOffered) < resendAfter {
 		return false
 	}
-	s.lastPosition, s.lastOffered = v.Position, now
+	s.lastPosition, s.lastOffered = position, now
 	return true
 }
 
-// offer gives the socket a fresh position, written if it is due.
-func (s *socket) offer(v view, now time.Time) {
-	if s.due(v, now) {
-		s.post(&v)
-	}
-}
-
-// post hands v to the writer.
+// post hands v to the writer; v is not changed afterwards (the sockets of one waiter
+// share it).
 func (s *socket) post(v *view) {
 	s.mu.Lock()
 	s.pending = v
