@@ -165,15 +165,49 @@ func (p *proc) cpuSeconds() (float64, error) {
 // clockTicks is USER_HZ, the unit of /proc's CPU times: 100 on every Linux we run on.
 const clockTicks = 100
 
-// cpuMeter measures the cores groups of processes used over a window.
+// machineBusy is the CPU time every core of the machine has spent not idle, from
+// /proc/stat's cpu line.
+func machineBusy() (float64, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 8 || fields[0] != "cpu" {
+		return 0, fmt.Errorf("unexpected /proc/stat line %q", line)
+	}
+	var busy float64
+	for i, f := range fields[1:8] { // user nice system idle iowait irq softirq
+		n, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return 0, err
+		}
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy / clockTicks, nil
+}
+
+// cpuMeter measures the cores groups of processes used over a window, and what the
+// rest of the machine (the harness, and on a shared machine its neighbours) used.
 type cpuMeter struct {
 	start  time.Time
 	groups map[string][]*proc
 	before map[string]float64
+	busy   float64
 }
 
+// othersGroup is the cores the machine spent outside the metered groups.
+const othersGroup = "others"
+
 func startCPUMeter(groups map[string][]*proc) (*cpuMeter, error) {
-	m := &cpuMeter{start: time.Now(), groups: groups, before: map[string]float64{}}
+	busy, err := machineBusy()
+	if err != nil {
+		return nil, err
+	}
+	m := &cpuMeter{start: time.Now(), groups: groups, before: map[string]float64{}, busy: busy}
 	for name, procs := range groups {
 		for _, p := range procs {
 			s, err := p.cpuSeconds()
@@ -186,10 +220,14 @@ func startCPUMeter(groups map[string][]*proc) (*cpuMeter, error) {
 	return m, nil
 }
 
-// cores returns each group's average cores over the window so far.
+// cores returns each group's average cores over the window so far, and the others'.
 func (m *cpuMeter) cores() (map[string]float64, error) {
 	wall := time.Since(m.start).Seconds()
-	out := map[string]float64{}
+	busy, err := machineBusy()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{othersGroup: (busy - m.busy) / wall}
 	for name, procs := range m.groups {
 		var s float64
 		for _, p := range procs {
@@ -200,6 +238,8 @@ func (m *cpuMeter) cores() (map[string]float64, error) {
 			s += v
 		}
 		out[name] = (s - m.before[name]) / wall
+		out[othersGroup] -= out[name]
 	}
+	out[othersGroup] = max(out[othersGroup], 0)
 	return out, nil
 }

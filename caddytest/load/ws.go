@@ -324,7 +324,8 @@ func measureRedis(ctx context.Context, red *redisServer, d time.Duration) (redis
 }
 
 func formatCores(cores map[string]float64) string {
-	return fmt.Sprintf("Caddy %.2f, clients %.2f, Redis %.2f", cores["Caddy"], cores["clients"], cores["Redis"])
+	return fmt.Sprintf("Caddy %.2f, clients %.2f, Redis %.2f; the rest of the machine %.2f",
+		cores["Caddy"], cores["clients"], cores["Redis"], cores[othersGroup])
 }
 
 // askAll sends each client its command at once and collects the answers in order.
