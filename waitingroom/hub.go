@@ -177,10 +177,26 @@ func (p *pushRound) push(ctx context.Context, hb *hub, now time.Time) {
 	st := hb.rm.stats.Load()
 	pol := h.policyAt(now)
 	rate, rateKnown := h.throughput(pol)
-	offer := func(id VisitorID, pos int) {
-		v := h.viewAt(pos, st, rate, rateKnown, pol)
-		v.Type = "position"
-		hb.each(id, func(s *socket) { s.offer(v, now) })
+	// Most rounds owe most waiters nothing (see socket.due), so a waiter's view is
+	// built only when one of its sockets is due, and once for all of them.
+	var (
+		pos int   // the position being offered
+		v   *view // its view, once built
+	)
+	offerTo := func(s *socket) {
+		if !s.due(pos, now) {
+			return
+		}
+		if v == nil {
+			built := h.viewAt(pos, st, rate, rateKnown, pol)
+			built.Type = "position"
+			v = &built
+		}
+		s.post(v)
+	}
+	offer := func(id VisitorID, position int) {
+		pos, v = position, nil
+		hb.each(id, offerTo)
 	}
 	for i, id := range p.ids {
 		if pos := p.positions[i]; pos > 0 {

@@ -1,8 +1,12 @@
 package waitingroom
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -22,6 +26,14 @@ const (
 	// writeTimeout bounds one message write, so a stalled client costs a goroutine for
 	// seconds, not forever.
 	writeTimeout = 5 * time.Second
+	// The buffers of an upgraded connection. net/http hands a hijacked connection over
+	// with the 4 KiB buffers it served the request with; a waiting socket reads a few
+	// short client messages and writes positions of ~200 bytes, and 8 KiB of buffers
+	// would be most of what each of 100,000 waiters costs. A position fits the write
+	// buffer, so it goes out in one write; a longer frame only takes two. The read
+	// buffer holds a leave or a control frame; a longer frame reads through it.
+	socketReadBuffer  = 128
+	socketWriteBuffer = 512
 )
 
 // Close codes the page understands.
@@ -35,143 +47,183 @@ const (
 var admittedMessage = []byte(`{"type":"admitted"}`)
 
 // socket is one open waiting WebSocket. The hub never writes to the connection itself:
-// it leaves the news here and signals, and the socket's own goroutine writes, so one
-// slow client never holds up the pushes to the others.
+// it leaves the news here, and a writer goroutine of the socket's own writes it, so
+// one slow client never holds up the pushes to the others. The writer runs only while
+// there is news (a waiter hears something every 2 s at most, for microseconds), so an
+// idle socket costs one goroutine, its reader, with a shallow stack: at 100,000
+// waiters, goroutines and their stacks are most of the memory.
 type socket struct {
-	notify chan struct{}
+	hb      *hub
+	c       *websocket.Conn
+	conn    net.Conn // c's connection, for write deadlines
+	id      VisitorID
+	release func() // gives back the address's connection count; nil without a cap
 
 	mu       sync.Mutex
 	pending  *view // the latest position not yet written
 	admitted bool
 	lost     bool
 	closing  bool
+	writing  bool // a writer goroutine is on its way or running
+	done     bool // the writer closed the connection: nothing more is written
 
-	// Kept by the hub goroutine only: what it last offered and when.
+	// Kept by the hub goroutine only: the position it last offered, and when.
 	lastPosition int
-	lastWaiting  int
-	lastETA      int
 	lastOffered  time.Time
 }
 
-func newSocket() *socket { return &socket{notify: make(chan struct{}, 1)} }
+// resendAfter is how long an unchanged position goes unsent. A waiter must hear
+// something at least every maxSilence, and positions go out only at push rounds, so
+// the resend must happen at the last round before maxSilence: pushEvery before it. Half
+// a round earlier still, so a round that fires a little early or late lands on the
+// same side: the silence is 1.5 s, and stays within 2 s if a round runs up to half a
+// second late.
+const resendAfter = maxSilence - pushEvery - pushEvery/2
 
-func (s *socket) signal() {
-	select {
-	case s.notify <- struct{}{}:
-	default:
+// due reports whether a position message, offered at now, is to be written: the
+// position changed, or the waiter has heard nothing for resendAfter. If so it is
+// recorded as offered. The other figures (people waiting, the ETA) ride along and are
+// never older than that: they change with every arrival, and pushing them at once
+// would cost, during a surge of arrivals, a message per waiter per round (200,000 a
+// second at 100,000 waiters) to move a count. Hub goroutine only.
+func (s *socket) due(position int, now time.Time) bool {
+	if position == s.lastPosition && now.Sub(s.lastOffered) < resendAfter {
+		return false
 	}
+	s.lastPosition, s.lastOffered = position, now
+	return true
 }
 
-// offer gives the socket a fresh position; it is written if anything the page shows
-// changed, or if the waiter has not heard from us for maxSilence.
-func (s *socket) offer(v view, now time.Time) {
-	eta := -1
-	if v.ETASeconds != nil {
-		eta = *v.ETASeconds
-	}
-	if v.Position == s.lastPosition && v.Waiting == s.lastWaiting && eta == s.lastETA &&
-		now.Sub(s.lastOffered) < maxSilence {
-		return
-	}
-	s.lastPosition, s.lastWaiting, s.lastETA, s.lastOffered = v.Position, v.Waiting, eta, now
+// post hands v to the writer; v is not changed afterwards (the sockets of one waiter
+// share it).
+func (s *socket) post(v *view) {
 	s.mu.Lock()
-	s.pending = &v
+	s.pending = v
+	start := s.wakeLocked()
 	s.mu.Unlock()
-	s.signal()
+	if start {
+		go s.write()
+	}
 }
 
 func (s *socket) admit() {
 	s.mu.Lock()
 	s.admitted = true
+	start := s.wakeLocked()
 	s.mu.Unlock()
-	s.signal()
+	if start {
+		go s.write()
+	}
 }
 
 func (s *socket) lose() {
 	s.mu.Lock()
 	s.lost = true
+	start := s.wakeLocked()
 	s.mu.Unlock()
-	s.signal()
+	if start {
+		go s.write()
+	}
 }
 
 func (s *socket) shutdown() {
 	s.mu.Lock()
 	s.closing = true
+	start := s.wakeLocked()
 	s.mu.Unlock()
-	s.signal()
+	if start {
+		go s.write()
+	}
 }
 
-// take returns what is to be written now.
-func (s *socket) take() (v *view, admitted, lost, closing bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, s.pending = s.pending, nil
-	return v, s.admitted, s.lost, s.closing
+// wakeLocked reports whether the caller must start a writer for news it just left:
+// none is running and the socket is still open. Called with s.mu held.
+func (s *socket) wakeLocked() bool {
+	if s.writing || s.done {
+		return false
+	}
+	s.writing = true
+	return true
 }
 
-// serve upgrades a waiter's request and keeps the socket until the waiter is admitted,
-// leaves, loses the place, or the room shuts down.
+// write writes the news until there is none, then ends; news left meanwhile is picked
+// up by the same loop, so one writer at a time writes, in order.
+func (s *socket) write() {
+	for {
+		s.mu.Lock()
+		v, admitted, lost, closing := s.pending, s.admitted, s.lost, s.closing
+		s.pending = nil
+		s.done = admitted || lost || closing
+		if v == nil && !s.done {
+			s.writing = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		switch {
+		case admitted:
+			s.send(admittedMessage)
+			s.c.Close(websocket.StatusNormalClosure, "admitted")
+			return
+		case closing:
+			s.c.Close(websocket.StatusServiceRestart, "reconnect")
+			return
+		case lost:
+			s.c.Close(closeLost, "place lost")
+			return
+		}
+		if !s.sendView(*v) {
+			s.mu.Lock()
+			s.done = true
+			s.mu.Unlock()
+			s.c.CloseNow()
+			return
+		}
+	}
+}
+
+// serve upgrades a waiter's request and hands the socket to the hub. The handler
+// returns at once: the socket lives on in its reader goroutine (see socket), and the
+// request, its Caddy state and the deep stack that served it are not kept for the
+// hours a waiter may wait.
 func (hb *hub) serve(w http.ResponseWriter, r *http.Request, id VisitorID, st Status) error {
+	var release func()
 	if cap := hb.rm.h.PerIP; cap != nil && cap.MaxConnections > 0 {
 		addr := clientAddr(r)
 		if !hb.rm.ips.openConn(addr, cap.MaxConnections) {
 			return tooMany(w, time.Duration(hb.rm.h.refreshSeconds())*time.Second)
 		}
-		defer hb.rm.ips.closeConn(addr)
+		release = func() { hb.rm.ips.closeConn(addr) }
 	}
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{subprotocol}})
+	sb := &smallBuffers{ResponseWriter: w}
+	c, err := websocket.Accept(sb, r, &websocket.AcceptOptions{Subprotocols: []string{subprotocol}})
 	if err != nil {
+		if release != nil {
+			release()
+		}
 		return nil // Accept has answered the request (bad handshake or cross-origin)
 	}
 	c.SetReadLimit(maxClientMessage)
-	s := newSocket()
+	s := &socket{hb: hb, c: c, conn: sb.conn, id: id, release: release}
 	if !hb.add(id, st.Ticket, s) {
 		c.Close(websocket.StatusServiceRestart, "reconnect")
+		s.end()
 		return nil
 	}
-	defer hb.remove(id, s)
-
-	// The request's context ends when the handler returns; the socket lives on its own.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go hb.readClient(ctx, cancel, c, id, s)
-
 	// The first position goes out at once, not at the next push round.
-	hb.send(ctx, c, hb.rm.h.queuedView(st.Position, hb.rm.h.policyAt(hb.rm.h.clock.Now())))
-	for {
-		select {
-		case <-ctx.Done():
-			c.CloseNow()
-			return nil
-		case <-s.notify:
-		}
-		v, admitted, lost, closing := s.take()
-		switch {
-		case admitted:
-			hb.sendRaw(ctx, c, admittedMessage)
-			c.Close(websocket.StatusNormalClosure, "admitted")
-			return nil
-		case closing:
-			c.Close(websocket.StatusServiceRestart, "reconnect")
-			return nil
-		case lost:
-			c.Close(closeLost, "place lost")
-			return nil
-		case v != nil:
-			if !hb.send(ctx, c, *v) {
-				c.CloseNow()
-				return nil
-			}
-		}
-	}
+	v := hb.rm.h.queuedView(st.Position, hb.rm.h.policyAt(hb.rm.h.clock.Now()))
+	s.post(&v)
+	go s.read()
+	return nil
 }
 
-// readClient reads the client's messages until the connection ends; a "leave" gives up
-// the place at once.
-func (hb *hub) readClient(ctx context.Context, cancel context.CancelFunc, c *websocket.Conn, id VisitorID, s *socket) {
-	defer cancel()
+// read reads the client's messages until the connection ends, whoever ends it; a
+// "leave" gives up the place at once.
+func (s *socket) read() {
+	defer s.end()
+	hb := s.hb
 	for {
-		_, data, err := c.Read(ctx)
+		_, data, err := s.c.Read(context.Background())
 		if err != nil {
 			return
 		}
@@ -181,7 +233,7 @@ func (hb *hub) readClient(ctx context.Context, cancel context.CancelFunc, c *web
 		if json.Unmarshal(data, &msg) != nil || msg.Type != "leave" {
 			continue // unknown messages are ignored, so the protocol can grow
 		}
-		left, err := hb.rm.store.Leave(ctx, id)
+		left, err := hb.rm.store.Leave(context.Background(), s.id) // the store bounds every call
 		if err != nil {
 			hb.rm.storeError("leave", err)
 			continue
@@ -190,7 +242,7 @@ func (hb *hub) readClient(ctx context.Context, cancel context.CancelFunc, c *web
 			hb.rm.kick()
 			hb.rm.metrics.abandoned.Inc()
 			if ce := hb.rm.logger.Check(zap.DebugLevel, "waiter left the queue"); ce != nil {
-				ce.Write(zap.String("room", hb.rm.h.Name), zap.Stringer("visitor", id))
+				ce.Write(zap.String("room", hb.rm.h.Name), zap.Stringer("visitor", s.id))
 			}
 		}
 		// Other tabs of this waiter learn it at the next push round.
@@ -198,15 +250,32 @@ func (hb *hub) readClient(ctx context.Context, cancel context.CancelFunc, c *web
 	}
 }
 
-func (hb *hub) send(ctx context.Context, c *websocket.Conn, v view) bool {
-	v.Type = "position"
-	return hb.sendRaw(ctx, c, v.appendJSON(nil))
+// end lets go of a socket whose connection is over.
+func (s *socket) end() {
+	s.hb.remove(s.id, s)
+	if s.release != nil {
+		s.release()
+	}
+	s.c.CloseNow()
 }
 
-func (hb *hub) sendRaw(ctx context.Context, c *websocket.Conn, b []byte) bool {
-	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
-	defer cancel()
-	return c.Write(ctx, websocket.MessageText, b) == nil
+func (s *socket) sendView(v view) bool {
+	v.Type = "position"
+	return s.send(v.appendJSON(nil))
+}
+
+// send writes one message, bounded by writeTimeout. The bound is a deadline on the
+// connection, not a context: coder/websocket keeps a write's context until the next
+// write, and a timer context kept per socket was 1.5 KiB of what each waiter cost. The
+// deadline is cleared afterwards, so that the library's own writes (a pong, the close
+// frame) are not cut short by a stale one.
+func (s *socket) send(b []byte) bool {
+	if s.conn.SetWriteDeadline(time.Now().Add(writeTimeout)) != nil {
+		return false
+	}
+	err := s.c.Write(context.Background(), websocket.MessageText, b)
+	_ = s.conn.SetWriteDeadline(time.Time{})
+	return err == nil
 }
 
 // serveAdmitted answers the WebSocket of a waiter who was admitted while it was away:
@@ -216,7 +285,44 @@ func (hb *hub) serveAdmitted(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return nil
 	}
-	hb.sendRaw(context.Background(), c, admittedMessage)
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	_ = c.Write(ctx, websocket.MessageText, admittedMessage)
 	c.Close(websocket.StatusNormalClosure, "admitted")
 	return nil
 }
+
+// smallBuffers is the ResponseWriter a waiting socket's upgrade sees: its Hijack hands
+// the connection over with small buffers instead of net/http's, carrying over anything
+// already read, and keeps the connection for the socket's write deadlines.
+type smallBuffers struct {
+	http.ResponseWriter
+	conn net.Conn
+}
+
+func (sb *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(sb.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := brw.Flush(); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	br := bufio.NewReaderSize(conn, socketReadBuffer)
+	if n := brw.Reader.Buffered(); n > 0 {
+		// The bytes go into the new buffer itself, not merely in front of conn:
+		// coder/websocket keeps what is buffered and swaps the reader's source.
+		early, _ := brw.Reader.Peek(n)
+		br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(early)), conn), max(n, socketReadBuffer))
+		if _, err := br.Peek(n); err != nil {
+			conn.Close()
+			return nil, nil, err
+		}
+	}
+	sb.conn = conn
+	return conn, bufio.NewReadWriter(br, bufio.NewWriterSize(conn, socketWriteBuffer)), nil
+}
+
+// Unwrap lets http.ResponseController reach the wrapped writer's other abilities.
+func (sb *smallBuffers) Unwrap() http.ResponseWriter { return sb.ResponseWriter }

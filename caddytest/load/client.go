@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -48,4 +51,71 @@ func clientCmd(mode string, args ...string) (*exec.Cmd, error) {
 		return nil, err
 	}
 	return exec.Command(self, append([]string{clientCommand, mode}, args...)...), nil
+}
+
+// A steeredClient is a client process the harness drives step by step: one command a
+// line on its stdin, one JSON answer per command on its stdout. A section that must
+// measure between phases (connect, then hold, then report) steers its clients so; the
+// client exits when its stdin closes, so a harness that dies takes its clients along.
+type steeredClient struct {
+	*proc
+	in  io.WriteCloser
+	out *json.Decoder
+}
+
+func (r *rig) startSteeredClient(name, mode string, args ...string) (*steeredClient, error) {
+	cmd, err := clientCmd(mode, args...)
+	if err != nil {
+		return nil, err
+	}
+	// Our own pipe rather than StdoutPipe: exec closes that one as soon as the process
+	// exits, possibly before its last answer is read.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout = outW
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	p, err := r.launch(name, cmd)
+	outW.Close() // the child has its copy
+	if err != nil {
+		outR.Close()
+		return nil, err
+	}
+	return &steeredClient{proc: p, in: in, out: json.NewDecoder(outR)}, nil
+}
+
+// ask sends one command and decodes the answer into answer.
+func (c *steeredClient) ask(command string, answer any) error {
+	if _, err := fmt.Fprintln(c.in, command); err != nil {
+		return fmt.Errorf("%s: %q: %v\n%s", c.name, command, err, c.log())
+	}
+	if err := c.out.Decode(answer); err != nil {
+		return fmt.Errorf("%s: answer to %q: %v\n%s", c.name, command, err, c.log())
+	}
+	return nil
+}
+
+// steerCommands reads a steered client's commands from stdin and writes each answer as
+// one JSON line on stdout, until stdin closes.
+func steerCommands(handle func(command string) (any, error)) int {
+	in := bufio.NewScanner(os.Stdin)
+	out := json.NewEncoder(os.Stdout)
+	for in.Scan() {
+		answer, err := handle(in.Text())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := out.Encode(answer); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return 0
 }

@@ -34,6 +34,7 @@ type options struct {
 	rounds    int           // interleaved wrk rounds; medians are reported
 	profiles  string        // a folder to write CPU and heap profiles into; none when empty
 	markdown  bool          // print the table as Markdown (for the README)
+	keep      bool          // keep the run's folder (Caddyfiles, logs) instead of removing it
 }
 
 // A section measures one group of figures. Sections register themselves from their
@@ -64,6 +65,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 3, "interleaved wrk rounds (medians are reported)")
 	flag.StringVar(&o.profiles, "profiles", "", "folder to write CPU and heap profiles of the Caddy processes into")
 	flag.BoolVar(&o.markdown, "markdown", false, "print the table as Markdown")
+	flag.BoolVar(&o.keep, "keep", false, "keep the run's folder (Caddyfiles and every process's log) and print its path")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./caddytest/load [flags]\n\nsections:\n")
 		for _, s := range sortedSections() {

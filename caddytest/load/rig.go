@@ -92,6 +92,10 @@ func (r *rig) close() {
 	for _, p := range procs {
 		p.stop()
 	}
+	if r.o.keep {
+		fmt.Fprintln(os.Stderr, "kept the run's folder:", r.dir)
+		return
+	}
 	_ = os.RemoveAll(r.dir)
 }
 
@@ -127,15 +131,24 @@ type proc struct {
 // start runs name's command with its output in the rig's folder. Processes are stopped
 // by close, in any case.
 func (r *rig) start(name string, env []string, bin string, args ...string) (*proc, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	return r.launch(name, cmd)
+}
+
+// launch starts cmd as the process called name; its stderr, and its stdout unless the
+// caller took that, go to the log file.
+func (r *rig) launch(name string, cmd *exec.Cmd) (*proc, error) {
 	logPath := filepath.Join(r.dir, name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	p := &proc{name: name, logPath: logPath, exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	p := &proc{name: name, logPath: logPath, exited: make(chan struct{}), cmd: cmd}
+	if p.cmd.Stdout == nil {
+		p.cmd.Stdout = logFile
+	}
+	p.cmd.Stderr = logFile
 	if err := p.cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)

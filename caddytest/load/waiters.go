@@ -1,0 +1,223 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The "waiters" client process holds its share of the ws section's waiting WebSockets
+// and listens to them. Steered on stdin (see steeredClient):
+//
+//	grow <n>   connect waiters until it holds n (joins spread round robin over -addrs)
+//	mark       start a measuring window
+//	report     what every waiter heard since the mark
+//
+// Its sockets leave from one loopback address of their own (-source), so the process's
+// ~17,000 connections do not run out of ephemeral ports, whoever else dials 127.0.0.1.
+func init() { clientModes["waiters"] = waitersMain }
+
+// A heldWaiter is one waiter's socket as its reader goroutine sees it.
+type heldWaiter struct {
+	mu       sync.Mutex
+	last     time.Duration // arrival of the last message, since the process started
+	maxGap   time.Duration // the longest silence inside the window so far
+	messages int           // messages inside the window
+	admitted bool          // told "admitted" (nobody should be in the ws section's window)
+	ended    bool          // the socket ended: an error, or a close from the server
+}
+
+// waiterSet is one client process's waiters.
+type waiterSet struct {
+	dialer      *net.Dialer
+	addrs       []string
+	path        string
+	concurrency int
+	start       time.Time // arrival times count from here (monotonic)
+
+	mu          sync.Mutex
+	waiters     []*heldWaiter
+	failed      int
+	firstError  string
+	windowStart time.Duration
+}
+
+// growAnswer is the answer to "grow".
+type growAnswer struct {
+	Connected  int     `json:"connected"`
+	Failed     int     `json:"failed"`
+	FirstError string  `json:"first_error,omitempty"`
+	Seconds    float64 `json:"seconds"`
+}
+
+// waitersReport is the answer to "report": per waiter (in no particular order) what it
+// heard during the window, and this process's own aggregates of the same.
+type waitersReport struct {
+	WindowSeconds float64 `json:"window_seconds"`
+	MaxGapMillis  []int   `json:"max_gap_ms"` // the longest silence, the open one at the end included
+	Messages      []int   `json:"messages"`
+	Ended         []bool  `json:"ended"` // the socket ended (error or close) at some point
+	Admitted      int     `json:"admitted"`
+
+	Within  int `json:"within_bound"` // waiters whose longest silence is within -bound
+	P50     int `json:"p50_ms"`
+	P99     int `json:"p99_ms"`
+	MaxGap  int `json:"max_ms"`
+	EndedN  int `json:"ended_count"`
+	Waiters int `json:"waiters"`
+}
+
+func waitersMain(args []string) int {
+	fs := flag.NewFlagSet("waiters", flag.ContinueOnError)
+	addrs := fs.String("addrs", "", "comma-separated host:port of the Caddy instances")
+	path := fs.String("path", "/room", "the room's path")
+	source := fs.String("source", "127.0.0.1", "loopback address the sockets leave from")
+	concurrency := fs.Int("concurrency", 32, "joins in flight at once")
+	bound := fs.Duration("bound", 2500*time.Millisecond, "the longest silence a waiter may meet and still count as told in time")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	s := &waiterSet{
+		dialer:      &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(*source)}, Timeout: handshakeTimeout},
+		addrs:       strings.Split(*addrs, ","),
+		path:        *path,
+		concurrency: *concurrency,
+		start:       time.Now(),
+	}
+	return steerCommands(func(command string) (any, error) {
+		verb, arg, _ := strings.Cut(command, " ")
+		switch verb {
+		case "grow":
+			n, err := strconv.Atoi(arg)
+			if err != nil {
+				return nil, fmt.Errorf("grow %q: %v", arg, err)
+			}
+			return s.grow(n), nil
+		case "mark":
+			s.mark()
+			return struct{}{}, nil
+		case "report":
+			return s.report(*bound), nil
+		}
+		return nil, fmt.Errorf("unknown command %q", command)
+	})
+}
+
+// grow connects waiters until the set holds n or every attempt is spent; a failed
+// waiter is counted, not retried (a figure must show it).
+func (s *waiterSet) grow(n int) growAnswer {
+	began := time.Now()
+	s.mu.Lock()
+	first := len(s.waiters) + s.failed
+	s.mu.Unlock()
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range s.concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				c, err := joinAndWait(s.dialer, s.addrs[i%len(s.addrs)], s.path)
+				s.mu.Lock()
+				if err != nil {
+					s.failed++
+					if s.firstError == "" {
+						s.firstError = err.Error()
+					}
+					s.mu.Unlock()
+					continue
+				}
+				w := &heldWaiter{last: time.Since(s.start)}
+				s.waiters = append(s.waiters, w)
+				s.mu.Unlock()
+				go s.hold(w, c)
+			}
+		}()
+	}
+	for i := first; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return growAnswer{Connected: len(s.waiters), Failed: s.failed, FirstError: s.firstError, Seconds: time.Since(began).Seconds()}
+}
+
+// hold reads one waiter's socket until it ends, noting when each message arrives.
+func (s *waiterSet) hold(w *heldWaiter, c *waiterConn) {
+	defer c.Close()
+	buf := make([]byte, maxServerMessage)
+	for {
+		kind, err := c.next(buf)
+		now := time.Since(s.start)
+		w.mu.Lock()
+		if err != nil {
+			w.ended = true
+			w.mu.Unlock()
+			return
+		}
+		w.maxGap = max(w.maxGap, now-w.last)
+		w.last = now
+		w.messages++
+		w.admitted = w.admitted || kind == msgAdmitted
+		w.mu.Unlock()
+	}
+}
+
+// mark starts a window: silences are measured from here on (a silence that began
+// before the mark counts whole, since the waiter sat through all of it).
+func (s *waiterSet) mark() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.windowStart = time.Since(s.start)
+	for _, w := range s.waiters {
+		w.mu.Lock()
+		w.maxGap, w.messages = 0, 0
+		w.mu.Unlock()
+	}
+}
+
+func (s *waiterSet) report(bound time.Duration) waitersReport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Since(s.start)
+	rep := waitersReport{WindowSeconds: (now - s.windowStart).Seconds(), Waiters: len(s.waiters)}
+	gaps := make([]int, 0, len(s.waiters))
+	for _, w := range s.waiters {
+		w.mu.Lock()
+		gap := max(w.maxGap, now-w.last) // a waiter silent at the end is silent still
+		rep.MaxGapMillis = append(rep.MaxGapMillis, int(gap.Milliseconds()))
+		rep.Messages = append(rep.Messages, w.messages)
+		rep.Ended = append(rep.Ended, w.ended)
+		if w.admitted {
+			rep.Admitted++
+		}
+		if w.ended {
+			rep.EndedN++
+		}
+		if gap <= bound && !w.ended {
+			rep.Within++
+		}
+		w.mu.Unlock()
+		gaps = append(gaps, int(gap.Milliseconds()))
+	}
+	rep.P50, rep.P99, rep.MaxGap = percentile(gaps, 0.50), percentile(gaps, 0.99), percentile(gaps, 1)
+	return rep
+}
+
+// percentile is the q-quantile of v (nearest rank); 0 for none. It sorts v.
+func percentile[T int | time.Duration | float64](v []T, q float64) T {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	i := int(math.Ceil(q * float64(len(v)))) // nearest rank
+	return v[min(max(i, 1), len(v))-1]
+}

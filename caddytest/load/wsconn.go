@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// A waiterConn is one visitor's single TCP connection to an instance: it joins the room
+// with a plain GET, as an API client would, then upgrades the same connection to the
+// waiting WebSocket with the cookie it was given. One connection per waiter keeps a
+// client process's sockets and source ports to one per waiter.
+//
+// The WebSocket side is a minimal RFC 6455 client, written here because a full library
+// client per socket would cost more memory than the server's side we are measuring,
+// and a client process must hold ~17,000 of them. It reads what the waiting room
+// sends (unmasked text frames, one frame per message, and control frames) and masks
+// everything it writes (pongs and its close reply), as a client must.
+type waiterConn struct {
+	c      net.Conn
+	br     *bufio.Reader
+	cookie string // the Cookie header the join earned (the room's cookie)
+}
+
+// subprotocol is the waiting page's WebSocket subprotocol (see the README).
+const subprotocol = "waiting-room.v1"
+
+// handshakeTimeout bounds the join and the upgrade together: a liveness deadline on
+// something that takes milliseconds, never a measurement.
+const handshakeTimeout = 30 * time.Second
+
+// maxServerMessage bounds a message we accept; a position is ~170 bytes.
+const maxServerMessage = 4096
+
+var errNotQueued = errors.New("the join was not queued")
+
+// joinAndWait joins the room at path on addr (host:port) from d's source address and
+// opens the waiting WebSocket on the same connection. It returns once the upgrade is
+// accepted; the first position is the first message read.
+func joinAndWait(d *net.Dialer, addr, path string) (*waiterConn, error) {
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	w := &waiterConn{c: c, br: bufio.NewReaderSize(c, 1024)}
+	if err := w.handshake(addr, path); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *waiterConn) handshake(addr, path string) error {
+	if err := w.c.SetDeadline(time.Now().Add(handshakeTimeout)); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w.c, "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n\r\n", path, addr); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(w.br, nil)
+	if err != nil {
+		return fmt.Errorf("joining: %w", err)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxServerMessage))
+	resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("joining: %w", err)
+	}
+	var answer struct{ Status string }
+	if json.Unmarshal(body, &answer) != nil || answer.Status != "queued" {
+		return fmt.Errorf("%w: %d %q", errNotQueued, resp.StatusCode, body)
+	}
+	var cookies []string
+	for _, ck := range resp.Cookies() {
+		cookies = append(cookies, ck.Name+"="+ck.Value)
+	}
+	if len(cookies) == 0 {
+		return errors.New("joining: no cookie in the answer")
+	}
+	w.cookie = strings.Join(cookies, "; ")
+
+	key := make([]byte, 16)
+	rand.Read(key)
+	encodedKey := base64.StdEncoding.EncodeToString(key)
+	if _, err := fmt.Fprintf(w.c, "GET %s HTTP/1.1\r\nHost: %s\r\nOrigin: http://%s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\nSec-WebSocket-Protocol: %s\r\nCookie: %s\r\n\r\n",
+		path, addr, addr, encodedKey, subprotocol, w.cookie); err != nil {
+		return err
+	}
+	resp, err = http.ReadResponse(w.br, nil)
+	if err != nil {
+		return fmt.Errorf("upgrading: %w", err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxServerMessage))
+		resp.Body.Close()
+		return fmt.Errorf("upgrading: status %d %q", resp.StatusCode, body)
+	}
+	sum := sha1.Sum([]byte(encodedKey + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+	if got := resp.Header.Get("Sec-WebSocket-Accept"); got != base64.StdEncoding.EncodeToString(sum[:]) {
+		return fmt.Errorf("upgrading: wrong Sec-WebSocket-Accept %q", got)
+	}
+	if got := resp.Header.Get("Sec-WebSocket-Protocol"); got != subprotocol {
+		return fmt.Errorf("upgrading: subprotocol %q", got)
+	}
+	return w.c.SetDeadline(time.Time{})
+}
+
+// A closeError is the server's close frame: the socket ended by the server's choice.
+type closeError struct{ code int }
+
+func (e closeError) Error() string { return fmt.Sprintf("closed by the server with code %d", e.code) }
+
+// Message kinds the waiting room sends.
+const (
+	msgPosition = "position"
+	msgAdmitted = "admitted"
+)
+
+// next reads the next message and returns its "type". buf holds the payload (it must
+// have room for maxServerMessage bytes). Pings are answered on the way; a close frame
+// is answered and returned as a closeError.
+func (w *waiterConn) next(buf []byte) (kind string, err error) {
+	for {
+		var hdr [2]byte
+		if _, err := io.ReadFull(w.br, hdr[:]); err != nil {
+			return "", err
+		}
+		fin, op := hdr[0]&0x80 != 0, hdr[0]&0x0f
+		if hdr[0]&0x70 != 0 {
+			return "", errors.New("frame with reserved bits set (no extension was negotiated)")
+		}
+		if hdr[1]&0x80 != 0 {
+			return "", errors.New("masked frame from the server")
+		}
+		n := uint64(hdr[1] & 0x7f)
+		switch n {
+		case 126:
+			var ext [2]byte
+			if _, err := io.ReadFull(w.br, ext[:]); err != nil {
+				return "", err
+			}
+			n = uint64(binary.BigEndian.Uint16(ext[:]))
+		case 127:
+			var ext [8]byte
+			if _, err := io.ReadFull(w.br, ext[:]); err != nil {
+				return "", err
+			}
+			n = binary.BigEndian.Uint64(ext[:])
+		}
+		if n > maxServerMessage || n > uint64(len(buf)) {
+			return "", fmt.Errorf("frame of %d bytes", n)
+		}
+		payload := buf[:n]
+		if _, err := io.ReadFull(w.br, payload); err != nil {
+			return "", err
+		}
+		switch op {
+		case 0x1: // text
+			if !fin {
+				return "", errors.New("fragmented message (the room writes each message in one frame)")
+			}
+			return messageType(payload)
+		case 0x8: // close: answer with the same code, as the protocol asks
+			code := 1005 // no status received
+			if len(payload) >= 2 {
+				code = int(binary.BigEndian.Uint16(payload))
+			}
+			_ = w.write(0x8, payload[:min(len(payload), 2)])
+			return "", closeError{code}
+		case 0x9: // ping
+			if err := w.write(0xA, payload); err != nil {
+				return "", err
+			}
+		case 0xA: // pong: nothing asked for one
+		default:
+			return "", fmt.Errorf("unexpected frame opcode %d", op)
+		}
+	}
+}
+
+// messageType reads the "type" of a server message without decoding the rest: the
+// harness only counts positions and watches for admission.
+func messageType(payload []byte) (string, error) {
+	switch {
+	case bytes.HasPrefix(payload, []byte(`{"type":"position"`)):
+		return msgPosition, nil
+	case bytes.Equal(payload, []byte(`{"type":"admitted"}`)):
+		return msgAdmitted, nil
+	}
+	var m struct{ Type string }
+	if err := json.Unmarshal(payload, &m); err != nil || m.Type == "" {
+		return "", fmt.Errorf("not a room message: %q", payload)
+	}
+	return m.Type, nil
+}
+
+// write sends one masked frame of at most 125 bytes (control frames and short
+// messages: all a waiter ever sends).
+func (w *waiterConn) write(op byte, payload []byte) error {
+	if len(payload) > 125 {
+		return fmt.Errorf("frame of %d bytes is too long for write", len(payload))
+	}
+	frame := make([]byte, 6+len(payload))
+	frame[0] = 0x80 | op
+	frame[1] = 0x80 | byte(len(payload))
+	rand.Read(frame[2:6])
+	for i, b := range payload {
+		frame[6+i] = b ^ frame[2+i%4]
+	}
+	_, err := w.c.Write(frame)
+	return err
+}
+
+func (w *waiterConn) Close() error { return w.c.Close() }

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+)
+
+// wsRows are the ws section's figures: the crowd held, what it heard in each idle
+// window, memory per waiter, and what Redis ran at each population.
+func wsRows(o options, plan wsPlan, g growth, windows []idleWindow, before, after fleetState, sockets int) []row {
+	requested := plan.populations[len(plan.populations)-1]
+	held := fmt.Sprintf("%d of %d", g.connected, requested)
+	if g.failed > 0 {
+		held += fmt.Sprintf(" (%d failed, first%s)", g.failed, g.firstError)
+	}
+	rows := []row{
+		{figure: fmt.Sprintf("waiting WebSockets held (%d instances, %d client processes, one Redis)", o.instances, o.clients),
+			value: held, target: "all", verdict: verdict(g.connected == requested)},
+		{figure: "  ramp: join + upgrade per waiter, all clients together",
+			value: num(float64(g.connected)/g.took.Seconds()) + " /s"},
+	}
+	for _, w := range windows {
+		rows = append(rows, heardRows(w)...)
+	}
+	rows = append(rows, memoryRows(before, after, sockets)...)
+	return append(rows, redisRows(windows)...)
+}
+
+// heardRows: how many waiters heard from the room in time during one idle window.
+func heardRows(w idleWindow) []row {
+	var within, ended, admitted, silent, messages int
+	var gaps []int
+	var secs float64
+	for _, rep := range w.heard {
+		within += rep.Within
+		ended += rep.EndedN
+		admitted += rep.Admitted
+		gaps = append(gaps, rep.MaxGapMillis...)
+		secs = max(secs, rep.WindowSeconds)
+		for _, n := range rep.Messages {
+			messages += n
+			if n == 0 {
+				silent++
+			}
+		}
+	}
+	perSecond := float64(messages) / secs
+	micros := func(cores float64) string { return fmt.Sprintf("%.0f µs", cores/max(perSecond, 1)*1e6) }
+	sec := func(ms int) string { return fmt.Sprintf("%.2f s", float64(ms)/1000) }
+	p99 := percentile(gaps, 0.99)
+	return []row{
+		ratioRow(fmt.Sprintf("%s waiters, %.0f s idle: told at least every %v (longest silence ≤ %v)",
+			num(float64(w.waiters)), secs, promisedSilence, silenceBound),
+			float64(within), float64(w.waiters), "waiters", 1),
+		{figure: "  longest silence per waiter: p50 / p99 / max",
+			value:  sec(percentile(gaps, 0.5)) + " / " + sec(p99) + " / " + sec(percentile(gaps, 1)),
+			target: "p99 ≤ " + silenceBound.String(), verdict: verdict(len(gaps) > 0 && time.Duration(p99)*time.Millisecond <= silenceBound)},
+		{figure: "  sockets ended, told admitted, or silent throughout", value: fmt.Sprint(ended + admitted + silent),
+			target: "0", verdict: verdict(ended+admitted+silent == 0)},
+		{figure: fmt.Sprintf("  cores used (of %d, on a shared machine)", runtime.NumCPU()),
+			value: formatCores(w.cores)},
+		{figure: "  messages pushed; CPU ÷ messages: Caddy / clients",
+			value: fmt.Sprintf("%s /s; %s / %s", num(perSecond), micros(w.cores["Caddy"]), micros(w.cores["clients"]))},
+	}
+}
+
+func memoryRows(before, after fleetState, held int) []row {
+	kib := func(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }
+	perWaiter := func(b float64) float64 { return b / float64(max(held, 1)) }
+	goBefore, goAfter := before.goMem, after.goMem
+	goPer := perWaiter(goAfter.heap + goAfter.stacks - goBefore.heap - goBefore.stacks)
+	rssPer := perWaiter(float64(after.rss - before.rss))
+	redisPer := perWaiter(float64(after.redisMem - before.redisMem))
+	return []row{
+		{figure: "server memory per waiter (RSS of all instances, with waiters − before)",
+			value: kib(rssPer), baseline: fmt.Sprintf("%.0f MiB before", float64(before.rss)/(1<<20)),
+			target: "≤ 20 KiB", verdict: verdict(held > 0 && rssPer <= 20*1024)},
+		{figure: "  of which Go heap + goroutine stacks in use (after a collection)",
+			value: fmt.Sprintf("%s (heap %s, stacks %s)", kib(goPer),
+				kib(perWaiter(goAfter.heap-goBefore.heap)), kib(perWaiter(goAfter.stacks-goBefore.stacks)))},
+		{figure: "  goroutines per waiter", value: fmt.Sprintf("%.2f", perWaiter(goAfter.goroutines-goBefore.goroutines))},
+		{figure: "Redis used_memory per waiter", value: fmt.Sprintf("%.0f B", redisPer),
+			target: "≤ 200 B", verdict: verdict(held > 0 && redisPer <= 200)},
+	}
+}
+
+// redisRows: the position pushes' Redis cost at each population, against the
+// smallest, and everything Redis ran (heartbeats, which do grow with the waiters: a
+// few commands per waiter every 10 s).
+func redisRows(windows []idleWindow) []row {
+	var rows []row
+	base := windows[0]
+	for _, w := range windows {
+		ratio := w.redis.rounds / base.redis.rounds
+		value := fmt.Sprintf("%.1f /s", w.redis.rounds)
+		if ratio < 0.8 {
+			value += " (rounds late: the instances were short of CPU)"
+		}
+		rows = append(rows, row{
+			figure: fmt.Sprintf("position pushes at %s waiters: Redis script runs/s (1 run, 4 commands, per instance per round)",
+				num(float64(w.waiters))),
+			value:    value,
+			baseline: fmt.Sprintf("%.1f /s at %s", base.redis.rounds, num(float64(base.waiters))),
+			ratio:    fmt.Sprintf("%.2f", ratio),
+			target:   "≤ 1.25 (does not grow)", verdict: verdict(ratio <= 1.25),
+		})
+	}
+	for _, w := range windows {
+		rows = append(rows, row{
+			figure:   fmt.Sprintf("  everything Redis ran while idle at %s waiters (heartbeats grow with waiters)", num(float64(w.waiters))),
+			value:    fmt.Sprintf("%s commands/s in %s script runs/s", num(w.redis.commands), num(w.redis.scripts)),
+			baseline: fmt.Sprintf("%s commands/s", num(base.redis.commands)),
+			ratio:    fmt.Sprintf("%.2f", w.redis.commands/base.redis.commands),
+		})
+	}
+	return rows
+}

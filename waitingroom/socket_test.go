@@ -1,0 +1,311 @@
+package waitingroom
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/coder/websocket"
+)
+
+// A waiter whose position does not move still hears from the room at least every
+// maxSilence (the README's "at least every 2 s"), although positions go out only at
+// push rounds and rounds fire a little early or late: here up to a quarter round
+// either way, over 2,000 rounds. And the room does not chatter: an unchanged position
+// goes out at most once per maxSilence − pushEvery, whatever else changes (the people
+// waiting and the ETA ride along; see due).
+func TestUnchangedPositionIsResentWithinMaxSilence(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	var s socket
+	const position = 7
+	start := time.Unix(1_800_000_000, 0)
+	last := start
+	if !s.due(position, start) {
+		t.Fatal("a new socket's first position was not due")
+	}
+	sent := 1
+	const rounds = 2000
+	for k := 1; k <= rounds; k++ {
+		jitter := time.Duration(rng.Int64N(int64(pushEvery/2))) - pushEvery/4
+		now := start.Add(time.Duration(k)*pushEvery + jitter)
+		if !s.due(position, now) {
+			continue
+		}
+		if gap := now.Sub(last); gap > maxSilence {
+			t.Fatalf("round %d: the waiter heard nothing for %v (promised: at most %v)", k, gap, maxSilence)
+		} else if gap < maxSilence-pushEvery-pushEvery/2 {
+			t.Fatalf("round %d: an unchanged position went out again after only %v", k, gap)
+		}
+		last = now
+		sent++
+	}
+	if most := rounds*int(pushEvery)/int(maxSilence-pushEvery-pushEvery/2) + 1; sent > most {
+		t.Fatalf("%d messages over %d rounds of an unchanged position; at most %d expected", sent, rounds, most)
+	}
+
+	// A change goes out at the next round, however recent the last message.
+	if !s.due(position-1, last.Add(pushEvery)) {
+		t.Fatal("a changed position was held back")
+	}
+}
+
+// serverGoroutines counts the goroutines running fn (a function of this package, as
+// runtime.Stack names it) somewhere on their stacks.
+func serverGoroutines(fn string) int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		for line := range strings.SplitSeq(g, "\n") {
+			if strings.Contains(line, "waitingroom."+fn+"(") && !strings.HasPrefix(line, "created by ") {
+				count++
+				break
+			}
+		}
+	}
+	return count
+}
+
+// A waiting socket must be cheap: at 100,000 waiters, its goroutines are most of what
+// the server holds. Once upgraded, the request's handler returns (its goroutine, deep
+// stack and request state go back) and an idle socket keeps one goroutine, its reader;
+// the writer runs only while there is news. The sockets still get their news: a
+// position when someone ahead leaves, "admitted" when their turn comes.
+func TestIdleSocketsKeepOnlyTheirReader(t *testing.T) {
+	const waiters = 20
+	tr := newTestRoom(t, 1)
+	_, holder := tr.visit("", "")
+	var returned atomic.Int64
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = tr.h.ServeHTTP(w, r, next)
+		returned.Add(1)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	var conns []*websocket.Conn
+	for i := range waiters {
+		_, cookie := tr.visit("", "application/json")
+		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{
+			Subprotocols: []string{subprotocol},
+			HTTPHeader:   http.Header{"Cookie": {tr.h.Cookie.Name + "=" + cookie}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		if m := readView(ctx, t, c); m.Position != i+1 {
+			t.Fatalf("waiter %d's first position is %d", i+1, m.Position)
+		}
+		conns = append(conns, c)
+	}
+	if n := returned.Load(); n != waiters {
+		t.Fatalf("%d of %d upgrade requests returned while their sockets are open", n, waiters)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		readers, writers, handlers := serverGoroutines("(*socket).read"), serverGoroutines("(*socket).write"), serverGoroutines("(*hub).serve")
+		if readers == waiters && writers == 0 && handlers == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d idle sockets hold %d readers, %d writers and %d handlers; want %d, 0, 0",
+				waiters, readers, writers, handlers, waiters)
+		}
+	}
+
+	// The first waiter leaves: everyone behind moves up, at the next push round.
+	if err := conns[0].Write(ctx, websocket.MessageText, []byte(`{"type":"leave"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range conns[1:] {
+		for {
+			if m := readView(ctx, t, c); m.Position == i+1 {
+				break
+			}
+		}
+	}
+	// The holder goes: the new head is told at once.
+	left, err := tr.h.store.Leave(ctx, tokenID(t, tr, holder))
+	if err != nil || !left {
+		t.Fatalf("the holder did not leave: %v %v", left, err)
+	}
+	tr.step()
+	for {
+		if m := readView(ctx, t, conns[1]); m.Type == "admitted" {
+			break
+		}
+	}
+}
+
+// A client may send its first message right behind the upgrade request, before it has
+// read the answer; the bytes net/http had already read are handed to the socket, so
+// that message counts (here: a leave gives up the place).
+func TestMessageSentWithTheUpgradeIsRead(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	tr.visit("", "")
+	_, cookie := tr.visit("", "application/json")
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _ = tr.h.ServeHTTP(w, r, next) }))
+	defer srv.Close()
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	leave := []byte(`{"type":"leave"}`)
+	mask := [4]byte{1, 2, 3, 4}
+	frame := append([]byte{0x81, 0x80 | byte(len(leave))}, mask[:]...)
+	for i, b := range leave {
+		frame = append(frame, b^mask[i%4])
+	}
+	request := fmt.Sprintf("GET / HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: %s\r\n"+
+		"Cookie: %s=%s\r\n\r\n", strings.TrimPrefix(srv.URL, "http://"), subprotocol, tr.h.Cookie.Name, cookie)
+	if _, err := conn.Write(append([]byte(request), frame...)); err != nil { // one write: the frame arrives with the request
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	id := tokenID(t, tr, cookie)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		st, err := tr.h.store.Status(context.Background(), id, tr.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State == Unknown {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the leave sent with the upgrade was not read: the waiter is still %v", st.State)
+		}
+	}
+}
+
+func readView(ctx context.Context, t *testing.T, c *websocket.Conn) view {
+	t.Helper()
+	_, data, err := c.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v view
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatalf("not a message of the room: %q", data)
+	}
+	return v
+}
+
+func tokenID(t *testing.T, tr *testRoom, cookie string) VisitorID {
+	t.Helper()
+	tok, ok := tr.h.room.keys.Load().open(cookie, tr.clock.Now())
+	if !ok {
+		t.Fatalf("cookie %q does not open", cookie)
+	}
+	return tok.id
+}
+
+// A config going away (reload, stop) closes every waiting socket with 1012, which the
+// page takes as "reconnect": its place is kept. Idle sockets have no writer running;
+// the close must still go out.
+func TestCleanupTellsSocketsToReconnect(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	tr.visit("", "")
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _ = tr.h.ServeHTTP(w, r, next) }))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var conns []*websocket.Conn
+	for range 3 {
+		_, cookie := tr.visit("", "application/json")
+		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{
+			Subprotocols: []string{subprotocol},
+			HTTPHeader:   http.Header{"Cookie": {tr.h.Cookie.Name + "=" + cookie}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		readView(ctx, t, c)
+		conns = append(conns, c)
+	}
+	if err := tr.h.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range conns {
+		for {
+			_, _, err := c.Read(ctx)
+			if err == nil {
+				continue // a position that was on its way
+			}
+			if got := websocket.CloseStatus(err); got != websocket.StatusServiceRestart {
+				t.Fatalf("socket %d ended with %v (status %d), want 1012", i, err, got)
+			}
+			break
+		}
+	}
+}
+
+// A client that stops reading costs the server a writer for writeTimeout, not forever:
+// the write gives up, and the socket is let go. (The bound is a deadline on the
+// connection: see send.)
+func TestStalledClientWriteGivesUp(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	tr.visit("", "")
+	_, cookie := tr.visit("", "application/json")
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _ = tr.h.ServeHTTP(w, r, next) }))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{
+		Subprotocols: []string{subprotocol},
+		HTTPHeader:   http.Header{"Cookie": {tr.h.Cookie.Name + "=" + cookie}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	readView(ctx, t, c) // and nothing more: the client stalls
+
+	var s *socket
+	tr.h.room.hub.mu.Lock()
+	for _, ws := range tr.h.room.hub.waiters {
+		s = ws.sockets[0]
+	}
+	tr.h.room.hub.mu.Unlock()
+	// More than the kernel buffers of both ends hold, so the write must block.
+	done := make(chan bool, 1)
+	go func() { done <- s.send(make([]byte, 64<<20)) }()
+	select {
+	case ok := <-done:
+		if ok {
+			t.Fatal("64 MiB went to a client that reads nothing")
+		}
+	case <-ctx.Done():
+		t.Fatal("a write to a stalled client never gave up")
+	}
+}
