@@ -37,6 +37,36 @@ func ratioRow(figure string, value, baseline float64, unit string, atLeast float
 	return r
 }
 
+// floorRow is a figure whose target is absolute (value ≥ atLeast, in unit), printed
+// beside a baseline from the same run that gives it scale: the ratio says how close
+// to that baseline it comes, the verdict only whether the floor was reached.
+func floorRow(figure string, value float64, unit string, baseline float64, baseUnit string, atLeast float64) row {
+	r := row{figure: figure, value: num(value) + " " + unit, baseline: num(baseline) + " " + baseUnit}
+	if baseline > 0 {
+		r.ratio = fmt.Sprintf("%.2f", value/baseline)
+	}
+	if atLeast > 0 {
+		r.target = "≥ " + num(atLeast) + " " + unit
+		r.verdict = verdict(value >= atLeast)
+	}
+	return r
+}
+
+// growthRow is a cost against the same cost at a smaller scale, from the same run; it
+// meets its target when value ÷ baseline ≤ atMost (a target of 0 means none).
+func growthRow(figure string, value, baseline float64, unit string, atMost float64) row {
+	r := row{figure: figure, value: num(value) + " " + unit, baseline: num(baseline) + " " + unit}
+	if baseline > 0 {
+		ratio := value / baseline
+		r.ratio = fmt.Sprintf("%.2f", ratio)
+		if atMost > 0 {
+			r.target = fmt.Sprintf("≤ %.2f", atMost)
+			r.verdict = verdict(ratio <= atMost)
+		}
+	}
+	return r
+}
+
 func verdict(met bool) string {
 	if met {
 		return "met"

@@ -18,10 +18,22 @@ type wrkTarget struct {
 	script  string // optional Lua script path (wrk -s)
 }
 
-var requestsPerSec = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+// A wrkResult is what wrk reports for one target: requests per second (the median
+// over the rounds, from wrkRuns) and the requests answered (all rounds together).
+type wrkResult struct {
+	rps      float64
+	requests int64
+}
+
+var (
+	requestsPerSec = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	requestsDone   = regexp.MustCompile(`(\d+) requests in `)
+	// A round with failed requests measures the failures, not the path: it is an error.
+	wrkFailures = regexp.MustCompile(`Non-2xx or 3xx responses|Socket errors`)
+)
 
 // wrk runs one round against t: a client process of its own, as load from outside is.
-func (r *rig) wrk(ctx context.Context, t wrkTarget, connections int) (float64, error) {
+func (r *rig) wrk(ctx context.Context, t wrkTarget, connections int) (wrkResult, error) {
 	args := []string{"-t1", fmt.Sprintf("-c%d", connections), fmt.Sprintf("-d%ds", max(1, int(r.o.duration.Seconds())))}
 	for _, h := range t.headers {
 		args = append(args, "-H", h)
@@ -31,32 +43,64 @@ func (r *rig) wrk(ctx context.Context, t wrkTarget, connections int) (float64, e
 	}
 	out, err := exec.CommandContext(ctx, "wrk", append(args, t.url)...).CombinedOutput()
 	if err != nil {
-		return 0, fmt.Errorf("wrk %s: %v\n%s", t.name, err, out)
+		return wrkResult{}, fmt.Errorf("wrk %s: %v\n%s", t.name, err, out)
 	}
-	m := requestsPerSec.FindSubmatch(out)
-	if m == nil {
-		return 0, fmt.Errorf("wrk %s: no Requests/sec in\n%s", t.name, out)
+	rps, done := requestsPerSec.FindSubmatch(out), requestsDone.FindSubmatch(out)
+	if rps == nil || done == nil {
+		return wrkResult{}, fmt.Errorf("wrk %s: no Requests/sec in\n%s", t.name, out)
 	}
-	return strconv.ParseFloat(string(m[1]), 64)
+	if wrkFailures.Match(out) {
+		return wrkResult{}, fmt.Errorf("wrk %s: requests failed\n%s", t.name, out)
+	}
+	var res wrkResult
+	res.rps, _ = strconv.ParseFloat(string(rps[1]), 64)
+	res.requests, _ = strconv.ParseInt(string(done[1]), 10, 64)
+	if res.requests == 0 {
+		return wrkResult{}, fmt.Errorf("wrk %s: no request was answered\n%s", t.name, out)
+	}
+	return res, nil
 }
 
 // wrkRounds runs o.rounds interleaved rounds over targets (so machine noise hits all
 // of them alike) and returns each target's median requests per second.
 func (r *rig) wrkRounds(ctx context.Context, targets []wrkTarget, connections int) (map[string]float64, error) {
+	runs, err := r.wrkRuns(ctx, targets, connections)
+	if err != nil {
+		return nil, err
+	}
+	medians := map[string]float64{}
+	for name, res := range runs {
+		medians[name] = res.rps
+	}
+	return medians, nil
+}
+
+// wrkRuns is wrkRounds that also counts the requests each target answered.
+func (r *rig) wrkRuns(ctx context.Context, targets []wrkTarget, connections int) (map[string]wrkResult, error) {
 	samples := map[string][]float64{}
+	results := map[string]wrkResult{}
 	for range r.o.rounds {
 		for _, t := range targets {
-			rps, err := r.wrk(ctx, t, connections)
+			res, err := r.wrk(ctx, t, connections)
 			if err != nil {
 				return nil, err
 			}
-			samples[t.name] = append(samples[t.name], rps)
+			samples[t.name] = append(samples[t.name], res.rps)
+			total := results[t.name]
+			total.requests += res.requests
+			results[t.name] = total
 		}
 	}
-	medians := map[string]float64{}
 	for name, s := range samples {
-		slices.Sort(s)
-		medians[name] = s[len(s)/2]
+		total := results[name]
+		total.rps = median(s)
+		results[name] = total
 	}
-	return medians, nil
+	return results, nil
+}
+
+// median sorts s and returns its middle value.
+func median(s []float64) float64 {
+	slices.Sort(s)
+	return s[len(s)/2]
 }
