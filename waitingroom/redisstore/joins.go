@@ -79,10 +79,7 @@ func (s *roomStore) drainJoins() {
 }
 
 func (s *roomStore) joinBatch(batch []*joinRequest) {
-	lim := batch[0].lim
-	args := make([]any, 0, 6+2*len(batch))
-	args = append(args, lim.Capacity, lim.SessionTTL.Milliseconds(), lim.Rate, lim.RatePer.Milliseconds(),
-		flag(lim.Hold), flag(lim.NoQueue))
+	args := joinArgs(batch[0].lim, len(batch))
 	for _, r := range batch {
 		args = append(args, r.id[:], r.now.UnixMilli())
 	}
@@ -98,4 +95,12 @@ func (s *roomStore) joinBatch(batch []*joinRequest) {
 		st, e := toStatus(res[3*i : 3*i+3])
 		r.done <- joinResult{status: st, err: e}
 	}
+}
+
+// joinArgs starts the join script's arguments: the limits, then room for each
+// visitor's id and time of arrival, which the caller appends.
+func joinArgs(lim waitingroom.Limits, visitors int) []any {
+	args := make([]any, 0, 6+2*visitors)
+	return append(args, lim.Capacity, lim.SessionTTL.Milliseconds(), lim.Rate, lim.RatePer.Milliseconds(),
+		flag(lim.Hold), flag(lim.NoQueue))
 }
