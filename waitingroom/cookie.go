@@ -30,6 +30,11 @@ type Cookie struct {
 	HTTPOnly *bool `json:"http_only,omitempty"`
 
 	sameSite http.SameSite
+	// The parts of the Set-Cookie line that are the same for every visitor, checked
+	// and formatted by net/http once, in setDefaults (see set).
+	scope    string // "; Path=/" and "; Domain=...", as net/http writes them
+	httpOnly string // "; HttpOnly" or nothing
+	site     string // "; SameSite=Lax" and the like
 }
 
 func (c *Cookie) setDefaults(room string) {
@@ -53,6 +58,13 @@ func (c *Cookie) setDefaults(room string) {
 		c.sameSite = http.SameSiteNoneMode
 	default:
 		c.sameSite = http.SameSiteLaxMode
+	}
+	prefix := c.Name + "="
+	c.scope = strings.TrimPrefix((&http.Cookie{Name: c.Name, Path: c.Path, Domain: c.Domain}).String(), prefix)
+	c.site = strings.TrimPrefix((&http.Cookie{Name: c.Name, SameSite: c.sameSite}).String(), prefix)
+	c.httpOnly = ""
+	if *c.HTTPOnly {
+		c.httpOnly = "; HttpOnly"
 	}
 }
 
@@ -102,24 +114,35 @@ func (c *Cookie) value(r *http.Request) string {
 }
 
 // set writes the cookie carrying value onto w, living until expires (or deleting it
-// when value is empty).
-func (c *Cookie) set(w http.ResponseWriter, r *http.Request, value string, expires time.Time) {
-	ck := &http.Cookie{
-		Name:     c.Name,
-		Value:    value,
-		Path:     c.Path,
-		Domain:   c.Domain,
-		HttpOnly: *c.HTTPOnly,
-		SameSite: c.sameSite,
-		Secure:   r.TLS != nil || c.sameSite == http.SameSiteNoneMode,
-	}
+// when value is empty). The line is the one http.SetCookie writes for the same cookie,
+// built in one allocation: every new visitor pays for it, and SetCookie's checks of
+// the name, path and domain were done once in setDefaults, while value is a token,
+// base64url, with nothing to escape.
+func (c *Cookie) set(w http.ResponseWriter, r *http.Request, value []byte, expires time.Time) {
+	secure := r.TLS != nil || c.sameSite == http.SameSiteNoneMode
 	if c.Secure != nil {
-		ck.Secure = *c.Secure
+		secure = *c.Secure
 	}
-	if value == "" {
-		ck.MaxAge = -1
+	var b strings.Builder
+	b.Grow(len(c.Name) + 1 + len(value) + len(c.scope) + len("; Expires=") + len(http.TimeFormat) +
+		len(c.httpOnly) + len("; Secure") + len(c.site))
+	b.WriteString(c.Name)
+	b.WriteByte('=')
+	b.Write(value)
+	b.WriteString(c.scope)
+	if len(value) == 0 {
+		b.WriteString("; Max-Age=0")
 	} else {
-		ck.Expires = expires
+		var date [len(http.TimeFormat)]byte
+		b.WriteString("; Expires=")
+		b.Write(expires.UTC().AppendFormat(date[:0], http.TimeFormat))
 	}
-	http.SetCookie(w, ck)
+	b.WriteString(c.httpOnly)
+	if secure {
+		b.WriteString("; Secure")
+	}
+	b.WriteString(c.site)
+	// "Set-Cookie" is canonical: Header.Add would canonicalize it again.
+	hdr := w.Header()
+	hdr["Set-Cookie"] = append(hdr["Set-Cookie"], b.String())
 }

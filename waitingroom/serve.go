@@ -102,14 +102,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 // session was just confirmed with the store.
 func (h *Handler) admit(w http.ResponseWriter, r *http.Request, keys *keyring, id VisitorID, since, now time.Time) {
 	expires := now.Add(time.Duration(h.SessionTTL))
-	h.Cookie.set(w, r, keys.seal(token{state: Admitted, id: id, since: since, expires: expires}), expires)
+	var text [tokenText]byte
+	h.Cookie.set(w, r, keys.appendSeal(text[:0], token{state: Admitted, id: id, since: since, expires: expires}), expires)
 	h.room.markTouched(id, now)
 }
 
 // queue gives waiter id (queued since) a fresh queued cookie.
 func (h *Handler) queue(w http.ResponseWriter, r *http.Request, keys *keyring, id VisitorID, since, now time.Time) {
 	expires := now.Add(queuedTokenLife)
-	h.Cookie.set(w, r, keys.seal(token{state: Queued, id: id, since: since, expires: expires}), expires)
+	var text [tokenText]byte
+	h.Cookie.set(w, r, keys.appendSeal(text[:0], token{state: Queued, id: id, since: since, expires: expires}), expires)
 }
 
 // passAdmitted hands the request on, watching the response for the upstream's revoke
@@ -173,7 +175,7 @@ func (rw *revokeWatcher) obey() {
 	delete(hdr, commandHeader)
 	if len(values) > 0 && strings.EqualFold(strings.TrimSpace(values[0]), "revoke") {
 		rw.h.revoke(rw.r, rw.id)
-		rw.h.Cookie.set(rw.ResponseWriter, rw.r, "", time.Time{})
+		rw.h.Cookie.set(rw.ResponseWriter, rw.r, nil, time.Time{})
 	}
 }
 

@@ -54,7 +54,11 @@ func newKeyring(room string, secrets [][]byte) *keyring {
 }
 
 // seal returns the cookie value for t.
-func (k *keyring) seal(t token) string {
+func (k *keyring) seal(t token) string { return string(k.appendSeal(nil, t)) }
+
+// appendSeal appends the cookie value for t to dst, so the handler can write it
+// straight into the Set-Cookie line (see Cookie.set) without a string of its own.
+func (k *keyring) appendSeal(dst []byte, t token) []byte {
 	var raw [tokenLen]byte
 	raw[0] = tokenVersion
 	raw[1] = byte(t.state)
@@ -62,7 +66,7 @@ func (k *keyring) seal(t token) string {
 	binary.BigEndian.PutUint64(raw[18:26], uint64(t.since.Unix()))
 	binary.BigEndian.PutUint64(raw[26:34], uint64(t.expires.Unix()))
 	k.sum(0, raw[:tokenBody], raw[tokenBody:tokenBody])
-	return base64.RawURLEncoding.EncodeToString(raw[:])
+	return base64.RawURLEncoding.AppendEncode(dst, raw[:])
 }
 
 // open verifies a cookie value and returns its token. Anything wrong (shape, version,
