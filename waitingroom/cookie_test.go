@@ -2,6 +2,7 @@ package waitingroom
 
 import (
 	"crypto/tls"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -54,6 +55,20 @@ func TestSetCookieLineIsNetHTTPs(t *testing.T) {
 					t.Errorf("%+v, TLS %v, value %q:\n got %q\nwant %q", c, overTLS, value, g, w)
 				}
 			}
+		}
+	}
+}
+
+// The cookie's Expires is formatted by hand; it must read as http.TimeFormat reads,
+// for any instant of any zone a cookie may expire at.
+func TestHTTPDateIsTimeFormat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	from, to := time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC).Unix(), time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC).Unix()
+	zone := time.FixedZone("east", 13*3600)
+	for range 100_000 {
+		at := time.Unix(from+rng.Int64N(to-from), rng.Int64N(1e9)).In(zone)
+		if got, want := string(appendHTTPDate(nil, at)), at.UTC().Format(http.TimeFormat); got != want {
+			t.Fatalf("%v: got %q, want %q", at, got, want)
 		}
 	}
 }
