@@ -36,7 +36,8 @@ type growthRoom struct {
 // costGrowth measures, at every queue length of sc.sizes, the cost of one join (one
 // joiner at a time: its latency) and the cost per waiter of the hub's positions call
 // (one Store.Positions for every waiter of the room). Rounds interleave stores and
-// lengths; medians are reported, each against the smallest length's.
+// lengths after a warm-up round; medians are reported, each against the smallest
+// length's.
 func costGrowth(ctx context.Context, r *rig, sc storeScale, kinds ...*storeKind) ([]row, error) {
 	var rows []row
 	type series struct{ join, position map[int][]float64 }
@@ -59,20 +60,27 @@ func costGrowth(ctx context.Context, r *rig, sc storeScale, kinds ...*storeKind)
 			rooms[k] = append(rooms[k], g)
 		}
 	}
-	for range r.o.rounds {
+	// Round 0 warms up (caches, the allocator's spans, Redis's connections) and is not
+	// counted: otherwise the first length measured would pay for it.
+	for round := range 1 + r.o.rounds {
 		for _, k := range kinds {
-			least, chunk := sc.memoryTime, 1000
+			// One chunk size for every length, so only the length differs: a tenth of the
+			// smallest queue, which then never grows by more than a tenth while measured.
+			least, chunk := sc.memoryTime, max(1, min(sc.sizes[0]/10, 1000))
 			if k.redis != nil {
-				least, chunk = sc.redisTime, 100
+				least, chunk = sc.redisTime, max(1, min(sc.sizes[0]/10, 100))
 			}
 			for _, g := range rooms[k] {
 				p, err := g.positionCost(ctx, least)
 				if err != nil {
 					return nil, fmt.Errorf("%s, %d queued: %w", k.name, g.size, err)
 				}
-				j, err := g.joinCost(ctx, least, max(1, min(g.size/10, chunk)))
+				j, err := g.joinCost(ctx, least, chunk)
 				if err != nil {
 					return nil, fmt.Errorf("%s, %d queued: %w", k.name, g.size, err)
+				}
+				if round == 0 {
+					continue
 				}
 				all[k].position[g.size] = append(all[k].position[g.size], p)
 				all[k].join[g.size] = append(all[k].join[g.size], j)
