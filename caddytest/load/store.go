@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -141,6 +143,16 @@ func joinThroughput(ctx context.Context, r *rig, sc storeScale, memory, rds *sto
 			return nil, err
 		}
 		loneFloor = append(loneFloor, v)
+	}
+	for _, s := range []struct {
+		name    string
+		samples []float64
+	}{
+		{"memory joins/s", memJoins}, {"locked map inserts/s", memFloor},
+		{"Redis joins/s", redisJoins}, {"Redis INCR/s", redisFloor},
+		{"Redis lone joins/s", loneJoins}, {"Redis lone INCR/s", loneFloor},
+	} {
+		fmt.Fprintf(os.Stderr, "   %-24s %s\n", s.name, strings.Join(nums(s.samples), ", "))
 	}
 	evals := median(scripts)
 	return []row{

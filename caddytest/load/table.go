@@ -104,7 +104,19 @@ func abs(v float64) float64 {
 // machineRows open the table with what the figures were measured on.
 func machineRows() []row {
 	host, _ := os.Hostname()
-	return []row{{section: "machine", figure: fmt.Sprintf("%s, %d cores, %s, %s/%s", host, runtime.NumCPU(), cpuModel(), runtime.GOOS, runtime.GOARCH)}}
+	return []row{{section: "machine", figure: fmt.Sprintf("%s, %d cores, %s, %s/%s, load average %s at start",
+		host, runtime.NumCPU(), cpuModel(), runtime.GOOS, runtime.GOARCH, loadAverage())}}
+}
+
+// loadAverage is the one-minute load average: on a shared machine, how busy the others
+// kept it (a run at a load far above the core count measures the neighbours).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	avg, _, _ := strings.Cut(string(b), " ")
+	return avg
 }
 
 func cpuModel() string {

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // A wrkTarget is one URL driven by wrk, with the headers (a Cookie, say) every request
@@ -91,12 +93,23 @@ func (r *rig) wrkRuns(ctx context.Context, targets []wrkTarget, connections int)
 			results[t.name] = total
 		}
 	}
-	for name, s := range samples {
-		total := results[name]
+	for _, t := range targets {
+		s := samples[t.name]
+		fmt.Fprintf(os.Stderr, "   %-24s %s req/s\n", t.name, strings.Join(nums(s), ", "))
+		total := results[t.name]
 		total.rps = median(s)
-		results[name] = total
+		results[t.name] = total
 	}
 	return results, nil
+}
+
+// nums formats each of s with num.
+func nums(s []float64) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = num(v)
+	}
+	return out
 }
 
 // median sorts s and returns its middle value.
