@@ -40,7 +40,6 @@ type growthRoom struct {
 // lengths after a warm-up round; medians are reported, each against the smallest
 // length's.
 func costGrowth(ctx context.Context, r *rig, sc storeScale, kinds ...*storeKind) ([]row, error) {
-	var rows []row
 	type series struct{ join, position map[int][]float64 }
 	all := map[*storeKind]series{}
 	rooms := map[*storeKind][]*growthRoom{}
@@ -88,30 +87,32 @@ func costGrowth(ctx context.Context, r *rig, sc storeScale, kinds ...*storeKind)
 			}
 		}
 	}
+	var rows []row
 	for _, k := range kinds {
-		for _, fig := range []struct {
-			what, unit string
-			costs      map[int][]float64
-		}{
-			{"join cost, one joiner", "µs", all[k].join},
-			{"positions call (all waiters), cost per waiter", "ns", all[k].position},
-		} {
-			first := median(fig.costs[sc.sizes[0]])
-			for i, size := range sc.sizes {
-				figure := fmt.Sprintf("%s: %s, %s queued", k.name, fig.what, queueLength(size))
-				if i == 0 {
-					rows = append(rows, row{figure: figure, value: num(first) + " " + fig.unit})
-					continue
-				}
-				limit := 0.0
-				if i == len(sc.sizes)-1 {
-					limit = growthLimit
-				}
-				rows = append(rows, growthRow(figure+" (vs "+queueLength(sc.sizes[0])+")", median(fig.costs[size]), first, fig.unit, limit))
-			}
-		}
+		rows = append(rows, growthRows(k.name, sc.sizes, "join cost, one joiner", "µs", all[k].join)...)
+		rows = append(rows, growthRows(k.name, sc.sizes, "positions call (all waiters), cost per waiter", "ns", all[k].position)...)
 	}
 	return rows, nil
+}
+
+// growthRows are one figure's rows: its median cost at each length, each against the
+// smallest length's; only the largest has a target.
+func growthRows(store string, sizes []int, what, unit string, costs map[int][]float64) []row {
+	var rows []row
+	first := median(costs[sizes[0]])
+	for i, size := range sizes {
+		figure := fmt.Sprintf("%s: %s, %s queued", store, what, queueLength(size))
+		if i == 0 {
+			rows = append(rows, row{figure: figure, value: num(first) + " " + unit})
+			continue
+		}
+		limit := 0.0
+		if i == len(sizes)-1 {
+			limit = growthLimit
+		}
+		rows = append(rows, growthRow(figure+" (vs "+queueLength(sizes[0])+")", median(costs[size]), first, unit, limit))
+	}
+	return rows
 }
 
 // newGrowthRoom opens a fresh room of k: one visitor takes the only slot, then size
@@ -124,6 +125,7 @@ func newGrowthRoom(ctx context.Context, k *storeKind, size int) (*growthRoom, er
 	}
 	g := &growthRoom{size: size, store: store, release: release, out: make([]int, 0, size)}
 	if _, err := store.Join(ctx, waitingroom.NewVisitorID(), time.Now(), storeLimits); err != nil {
+		release()
 		return nil, err
 	}
 	var mu sync.Mutex
@@ -140,8 +142,12 @@ func newGrowthRoom(ctx context.Context, k *storeKind, size int) (*growthRoom, er
 		mu.Unlock()
 		return nil
 	})
+	if err != nil {
+		release()
+		return nil, err
+	}
 	slices.SortFunc(g.queue, func(a, b waiter) int { return cmp.Compare(a.ticket, b.ticket) })
-	return g, err
+	return g, nil
 }
 
 // positionCost calls Positions for every waiter of the room, as often as fits in
