@@ -95,22 +95,22 @@ func costGrowth(ctx context.Context, r *rig, sc storeScale, kinds ...*storeKind)
 	return rows, nil
 }
 
-// growthRows are one figure's rows: its median cost at each length, each against the
-// smallest length's; only the largest has a target.
+// growthRows are one figure's rows: its cost at each length, each against the
+// smallest length's in the same rounds; only the largest has a target.
 func growthRows(store string, sizes []int, what, unit string, costs map[int][]float64) []row {
 	var rows []row
-	first := median(costs[sizes[0]])
+	first := costs[sizes[0]]
 	for i, size := range sizes {
 		figure := fmt.Sprintf("%s: %s, %s queued", store, what, queueLength(size))
 		if i == 0 {
-			rows = append(rows, row{figure: figure, value: num(first) + " " + unit})
+			rows = append(rows, row{figure: figure, value: num(median(first)) + " " + unit})
 			continue
 		}
 		limit := 0.0
 		if i == len(sizes)-1 {
 			limit = growthLimit
 		}
-		rows = append(rows, growthRow(figure+" (vs "+queueLength(sizes[0])+")", median(costs[size]), first, unit, limit))
+		rows = append(rows, growthRow(figure+" (vs "+queueLength(sizes[0])+")", costs[size], first, unit, limit))
 	}
 	return rows
 }

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -21,9 +21,11 @@ type wrkTarget struct {
 }
 
 // A wrkResult is what wrk reports for one target: requests per second (the median
-// over the rounds, from wrkRuns) and the requests answered (all rounds together).
+// over the rounds, from wrkRuns, and each round's in round order) and the requests
+// answered (all rounds together).
 type wrkResult struct {
 	rps      float64
+	samples  []float64
 	requests int64
 }
 
@@ -32,11 +34,15 @@ var (
 	requestsDone   = regexp.MustCompile(`(\d+) requests in `)
 	// A round with failed requests measures the failures, not the path: it is an error.
 	wrkFailures = regexp.MustCompile(`Non-2xx or 3xx responses|Socket errors`)
+	// errRequestsFailed is wrapped by the error of such a round.
+	errRequestsFailed = errors.New("requests failed")
 )
 
 // wrk runs one round against t: a client process of its own, as load from outside is.
 func (r *rig) wrk(ctx context.Context, t wrkTarget, connections int) (wrkResult, error) {
-	args := []string{"-t1", fmt.Sprintf("-c%d", connections), fmt.Sprintf("-d%ds", max(1, int(r.o.duration.Seconds())))}
+	// A request unanswered for 10 s is a failure; wrk's default, 2 s, is what a slow
+	// page can take on a machine its neighbours are busy with.
+	args := []string{"-t1", fmt.Sprintf("-c%d", connections), fmt.Sprintf("-d%ds", max(1, int(r.o.duration.Seconds()))), "--timeout", "10s"}
 	for _, h := range t.headers {
 		args = append(args, "-H", h)
 	}
@@ -52,7 +58,7 @@ func (r *rig) wrk(ctx context.Context, t wrkTarget, connections int) (wrkResult,
 		return wrkResult{}, fmt.Errorf("wrk %s: no Requests/sec in\n%s", t.name, out)
 	}
 	if wrkFailures.Match(out) {
-		return wrkResult{}, fmt.Errorf("wrk %s: requests failed\n%s", t.name, out)
+		return wrkResult{}, fmt.Errorf("wrk %s: %w\n%s", t.name, errRequestsFailed, out)
 	}
 	var res wrkResult
 	res.rps, _ = strconv.ParseFloat(string(rps[1]), 64)
@@ -97,7 +103,7 @@ func (r *rig) wrkRuns(ctx context.Context, targets []wrkTarget, connections int)
 		s := samples[t.name]
 		fmt.Fprintf(os.Stderr, "   %-24s %s req/s\n", t.name, strings.Join(nums(s), ", "))
 		total := results[t.name]
-		total.rps = median(s)
+		total.rps, total.samples = median(s), s
 		results[t.name] = total
 	}
 	return results, nil
@@ -110,10 +116,4 @@ func nums(s []float64) []string {
 		out[i] = num(v)
 	}
 	return out
-}
-
-// median sorts s and returns its middle value.
-func median(s []float64) float64 {
-	slices.Sort(s)
-	return s[len(s)/2]
 }
