@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A wrkTarget is one URL driven by wrk, with the headers (a Cookie, say) every request
@@ -18,6 +19,10 @@ type wrkTarget struct {
 	url     string
 	headers []string
 	script  string // optional Lua script path (wrk -s)
+	// serve are the processes that answer (Caddy, and Redis behind it): their CPU time
+	// per answered request is recorded for each round, a cost the machine's neighbours
+	// hardly move, beside a throughput they move a lot.
+	serve []*proc
 }
 
 // A wrkResult is what wrk reports for one target: requests per second (the median
@@ -27,6 +32,9 @@ type wrkResult struct {
 	rps      float64
 	samples  []float64
 	requests int64
+	// perCPU is requests answered per CPU second of the target's serve processes,
+	// one per round in round order (none without serve).
+	perCPU []float64
 }
 
 var (
@@ -89,13 +97,25 @@ func (r *rig) wrkRuns(ctx context.Context, targets []wrkTarget, connections int)
 	results := map[string]wrkResult{}
 	for range r.o.rounds {
 		for _, t := range targets {
+			cpu0, err := cpuTime(t.serve)
+			if err != nil {
+				return nil, err
+			}
 			res, err := r.wrk(ctx, t, connections)
+			if err != nil {
+				return nil, err
+			}
+			cpu1, err := cpuTime(t.serve)
 			if err != nil {
 				return nil, err
 			}
 			samples[t.name] = append(samples[t.name], res.rps)
 			total := results[t.name]
 			total.requests += res.requests
+			if len(t.serve) > 0 {
+				spent := max(cpu1-cpu0, 10*time.Millisecond) // at least the one tick it may round to
+				total.perCPU = append(total.perCPU, float64(res.requests)/spent.Seconds())
+			}
 			results[t.name] = total
 		}
 	}
@@ -116,4 +136,17 @@ func nums(s []float64) []string {
 		out[i] = num(v)
 	}
 	return out
+}
+
+// cpuTime is the CPU time the processes have used so far, together.
+func cpuTime(procs []*proc) (time.Duration, error) {
+	var sum time.Duration
+	for _, p := range procs {
+		d, err := p.cpuTime()
+		if err != nil {
+			return 0, err
+		}
+		sum += d
+	}
+	return sum, nil
 }
