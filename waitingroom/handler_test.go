@@ -373,6 +373,38 @@ func TestLangOverride(t *testing.T) {
 	}
 }
 
+// Whatever the upstream says in the command header, the header never reaches the
+// client; only "revoke" (any case, any surrounding space) ends the session.
+func TestCommandHeaderIsAlwaysStripped(t *testing.T) {
+	for _, tt := range []struct {
+		value   string
+		revokes bool
+	}{
+		{"revoke", true},
+		{" Revoke ", true},
+		{"", false},
+		{"keep", false},
+	} {
+		tr := newTestRoom(t, 1)
+		_, buyer := tr.visit("", "")
+		tr.visit("", "") // a waiter, so a revoked buyer coming back is queued behind it
+		tr.respond = func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("waiting-room-command", tt.value) // Set canonicalizes the name
+			_, _ = w.Write([]byte("thanks"))
+		}
+		w, _ := tr.visit(buyer, "")
+		tr.respond = nil
+		if _, leaked := w.Header()["Waiting-Room-Command"]; leaked {
+			t.Errorf("%q: the command header reached the client", tt.value)
+		}
+		before := tr.passed.Load()
+		tr.visit(buyer, "application/json")
+		if revoked := tr.passed.Load() == before; revoked != tt.revokes {
+			t.Errorf("%q: session ended = %v, want %v", tt.value, revoked, tt.revokes)
+		}
+	}
+}
+
 // A revoke from a handler that writes nothing (say, it returns an error) still ends
 // the session, and the header still never reaches the client.
 func TestRevokeWithoutABody(t *testing.T) {

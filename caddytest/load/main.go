@@ -121,7 +121,7 @@ func run(ctx context.Context, o options) ([]row, error) {
 		if err != nil {
 			return rows, fmt.Errorf("%s: %w", s.name, err)
 		}
-		fmt.Fprintf(os.Stderr, "== %s done in %v\n", s.name, time.Since(start).Round(time.Second))
+		fmt.Fprintf(os.Stderr, "== %s done in %v (load average %s)\n", s.name, time.Since(start).Round(time.Second), loadAverage())
 	}
 	return rows, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -203,6 +204,28 @@ func (p *proc) rssBytes() (int64, error) {
 		}
 	}
 	return 0, errors.New("no VmRSS in /proc status")
+}
+
+// cpuTime is the CPU time the process has used so far, all threads, user and system
+// (/proc/<pid>/stat, in clock ticks of 10 ms): what it cost, whatever else the machine
+// was busy with.
+func (p *proc) cpuTime() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold anything: count fields after it.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc stat of %s", p.name)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	const tick = 10 * time.Millisecond // USER_HZ, 100 on Linux
+	return time.Duration(utime+stime) * tick, nil
 }
 
 // waitHTTP polls url until it answers 200, the process exits, or the deadline passes.

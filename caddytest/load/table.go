@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -35,6 +36,72 @@ func ratioRow(figure string, value, baseline float64, unit string, atLeast float
 		}
 	}
 	return r
+}
+
+// The rows below take a figure's samples, one per round in round order, and the
+// baseline's from the same rounds. Their ratio is the median of the rounds' own
+// ratios: a neighbour's burst that slows one round slows both sides of that round's
+// ratio, where it would skew a ratio of the two medians. Value and baseline are the
+// medians.
+
+// roundsRow is ratioRow from samples: it meets its target when the ratio ≥ atLeast.
+func roundsRow(figure string, value, baseline []float64, unit string, atLeast float64) row {
+	r := row{figure: figure, value: num(median(value)) + " " + unit, baseline: num(median(baseline)) + " " + unit}
+	ratio := pairedRatio(value, baseline)
+	r.ratio = fmt.Sprintf("%.2f", ratio)
+	if atLeast > 0 {
+		r.target = fmt.Sprintf("≥ %.2f", atLeast)
+		r.verdict = verdict(ratio >= atLeast)
+	}
+	return r
+}
+
+// floorRow is a figure whose target is absolute (median ≥ atLeast, in unit), beside a
+// baseline in a unit of its own that gives it scale: the ratio says how close to that
+// baseline it comes, the verdict only whether the floor was reached.
+func floorRow(figure string, value []float64, unit string, baseline []float64, baseUnit string, atLeast float64) row {
+	r := row{figure: figure, value: num(median(value)) + " " + unit, baseline: num(median(baseline)) + " " + baseUnit}
+	r.ratio = fmt.Sprintf("%.2f", pairedRatio(value, baseline))
+	if atLeast > 0 {
+		r.target = "≥ " + num(atLeast) + " " + unit
+		r.verdict = verdict(median(value) >= atLeast)
+	}
+	return r
+}
+
+// growthRow is a cost against the same cost at a smaller scale; it meets its target
+// when the ratio ≤ atMost (a target of 0 means none).
+func growthRow(figure string, value, baseline []float64, unit string, atMost float64) row {
+	r := row{figure: figure, value: num(median(value)) + " " + unit, baseline: num(median(baseline)) + " " + unit}
+	ratio := pairedRatio(value, baseline)
+	r.ratio = fmt.Sprintf("%.2f", ratio)
+	if atMost > 0 {
+		r.target = fmt.Sprintf("≤ %.2f", atMost)
+		r.verdict = verdict(ratio <= atMost)
+	}
+	return r
+}
+
+// pairedRatio is the median over the rounds of value ÷ baseline of the same round.
+func pairedRatio(value, baseline []float64) float64 {
+	var ratios []float64
+	for i := range min(len(value), len(baseline)) {
+		if baseline[i] > 0 {
+			ratios = append(ratios, value[i]/baseline[i])
+		}
+	}
+	return median(ratios)
+}
+
+// median is the middle of s (the upper middle of an even count), 0 for none. It
+// leaves s in its order: samples are paired by round.
+func median(s []float64) float64 {
+	if len(s) == 0 {
+		return 0
+	}
+	sorted := slices.Clone(s)
+	slices.Sort(sorted)
+	return sorted[len(sorted)/2]
 }
 
 func verdict(met bool) string {
@@ -74,7 +141,19 @@ func abs(v float64) float64 {
 // machineRows open the table with what the figures were measured on.
 func machineRows() []row {
 	host, _ := os.Hostname()
-	return []row{{section: "machine", figure: fmt.Sprintf("%s, %d cores, %s, %s/%s", host, runtime.NumCPU(), cpuModel(), runtime.GOOS, runtime.GOARCH)}}
+	return []row{{section: "machine", figure: fmt.Sprintf("%s, %d cores, %s, %s/%s, load average %s at start",
+		host, runtime.NumCPU(), cpuModel(), runtime.GOOS, runtime.GOARCH, loadAverage())}}
+}
+
+// loadAverage is the one-minute load average: on a shared machine, how busy the others
+// kept it (a run at a load far above the core count measures the neighbours).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	avg, _, _ := strings.Cut(string(b), " ")
+	return avg
 }
 
 func cpuModel() string {

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
-	"slices"
 	"strconv"
+	"strings"
+	"time"
 )
 
 // A wrkTarget is one URL driven by wrk, with the headers (a Cookie, say) every request
@@ -16,13 +19,38 @@ type wrkTarget struct {
 	url     string
 	headers []string
 	script  string // optional Lua script path (wrk -s)
+	// serve are the processes that answer (Caddy, and Redis behind it): their CPU time
+	// per answered request is recorded for each round, a cost the machine's neighbours
+	// hardly move, beside a throughput they move a lot.
+	serve []*proc
 }
 
-var requestsPerSec = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+// A wrkResult is what wrk reports for one target: requests per second (the median
+// over the rounds, from wrkRuns, and each round's in round order) and the requests
+// answered (all rounds together).
+type wrkResult struct {
+	rps      float64
+	samples  []float64
+	requests int64
+	// perCPU is requests answered per CPU second of the target's serve processes,
+	// one per round in round order (none without serve).
+	perCPU []float64
+}
+
+var (
+	requestsPerSec = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	requestsDone   = regexp.MustCompile(`(\d+) requests in `)
+	// A round with failed requests measures the failures, not the path: it is an error.
+	wrkFailures = regexp.MustCompile(`Non-2xx or 3xx responses|Socket errors`)
+	// errRequestsFailed is wrapped by the error of such a round.
+	errRequestsFailed = errors.New("requests failed")
+)
 
 // wrk runs one round against t: a client process of its own, as load from outside is.
-func (r *rig) wrk(ctx context.Context, t wrkTarget, connections int) (float64, error) {
-	args := []string{"-t1", fmt.Sprintf("-c%d", connections), fmt.Sprintf("-d%ds", max(1, int(r.o.duration.Seconds())))}
+func (r *rig) wrk(ctx context.Context, t wrkTarget, connections int) (wrkResult, error) {
+	// A request unanswered for 10 s is a failure; wrk's default, 2 s, is what a slow
+	// page can take on a machine its neighbours are busy with.
+	args := []string{"-t1", fmt.Sprintf("-c%d", connections), fmt.Sprintf("-d%ds", max(1, int(r.o.duration.Seconds()))), "--timeout", "10s"}
 	for _, h := range t.headers {
 		args = append(args, "-H", h)
 	}
@@ -31,32 +59,94 @@ func (r *rig) wrk(ctx context.Context, t wrkTarget, connections int) (float64, e
 	}
 	out, err := exec.CommandContext(ctx, "wrk", append(args, t.url)...).CombinedOutput()
 	if err != nil {
-		return 0, fmt.Errorf("wrk %s: %v\n%s", t.name, err, out)
+		return wrkResult{}, fmt.Errorf("wrk %s: %v\n%s", t.name, err, out)
 	}
-	m := requestsPerSec.FindSubmatch(out)
-	if m == nil {
-		return 0, fmt.Errorf("wrk %s: no Requests/sec in\n%s", t.name, out)
+	rps, done := requestsPerSec.FindSubmatch(out), requestsDone.FindSubmatch(out)
+	if rps == nil || done == nil {
+		return wrkResult{}, fmt.Errorf("wrk %s: no Requests/sec in\n%s", t.name, out)
 	}
-	return strconv.ParseFloat(string(m[1]), 64)
+	if wrkFailures.Match(out) {
+		return wrkResult{}, fmt.Errorf("wrk %s: %w\n%s", t.name, errRequestsFailed, out)
+	}
+	var res wrkResult
+	res.rps, _ = strconv.ParseFloat(string(rps[1]), 64)
+	res.requests, _ = strconv.ParseInt(string(done[1]), 10, 64)
+	if res.requests == 0 {
+		return wrkResult{}, fmt.Errorf("wrk %s: no request was answered\n%s", t.name, out)
+	}
+	return res, nil
 }
 
 // wrkRounds runs o.rounds interleaved rounds over targets (so machine noise hits all
 // of them alike) and returns each target's median requests per second.
 func (r *rig) wrkRounds(ctx context.Context, targets []wrkTarget, connections int) (map[string]float64, error) {
+	runs, err := r.wrkRuns(ctx, targets, connections)
+	if err != nil {
+		return nil, err
+	}
+	medians := map[string]float64{}
+	for name, res := range runs {
+		medians[name] = res.rps
+	}
+	return medians, nil
+}
+
+// wrkRuns is wrkRounds that also counts the requests each target answered.
+func (r *rig) wrkRuns(ctx context.Context, targets []wrkTarget, connections int) (map[string]wrkResult, error) {
 	samples := map[string][]float64{}
+	results := map[string]wrkResult{}
 	for range r.o.rounds {
 		for _, t := range targets {
-			rps, err := r.wrk(ctx, t, connections)
+			cpu0, err := cpuTime(t.serve)
 			if err != nil {
 				return nil, err
 			}
-			samples[t.name] = append(samples[t.name], rps)
+			res, err := r.wrk(ctx, t, connections)
+			if err != nil {
+				return nil, err
+			}
+			cpu1, err := cpuTime(t.serve)
+			if err != nil {
+				return nil, err
+			}
+			samples[t.name] = append(samples[t.name], res.rps)
+			total := results[t.name]
+			total.requests += res.requests
+			if len(t.serve) > 0 {
+				spent := max(cpu1-cpu0, 10*time.Millisecond) // at least the one tick it may round to
+				total.perCPU = append(total.perCPU, float64(res.requests)/spent.Seconds())
+			}
+			results[t.name] = total
 		}
 	}
-	medians := map[string]float64{}
-	for name, s := range samples {
-		slices.Sort(s)
-		medians[name] = s[len(s)/2]
+	for _, t := range targets {
+		s := samples[t.name]
+		fmt.Fprintf(os.Stderr, "   %-24s %s req/s\n", t.name, strings.Join(nums(s), ", "))
+		total := results[t.name]
+		total.rps, total.samples = median(s), s
+		results[t.name] = total
 	}
-	return medians, nil
+	return results, nil
+}
+
+// nums formats each of s with num.
+func nums(s []float64) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = num(v)
+	}
+	return out
+}
+
+// cpuTime is the CPU time the processes have used so far, together.
+func cpuTime(procs []*proc) (time.Duration, error) {
+	var sum time.Duration
+	for _, p := range procs {
+		d, err := p.cpuTime()
+		if err != nil {
+			return 0, err
+		}
+		sum += d
+	}
+	return sum, nil
 }

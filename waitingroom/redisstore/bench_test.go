@@ -87,20 +87,25 @@ func BenchmarkJoinQueued(b *testing.B) {
 	}
 }
 
-// fillQueue queues n waiters quickly (pipelined Joins) and returns them and their
-// tickets.
+// fillQueue queues n waiters quickly (pipelined join scripts of maxJoinBatch visitors
+// each, as the store's join batching sends them) and returns them and their tickets.
 func fillQueue(b testing.TB, s *roomStore, n int) ([]waitingroom.VisitorID, []uint64) {
 	b.Helper()
-	ctx, now := context.Background(), time.Now()
+	ctx, now := context.Background(), time.Now().UnixMilli()
 	ids := make([]waitingroom.VisitorID, 0, n)
 	tickets := make([]uint64, 0, n)
 	for len(tickets) < n {
 		pipe := s.shared.client.Pipeline()
-		batch := make([]waitingroom.VisitorID, min(1000, n-len(tickets)))
-		for i := range batch {
-			id := waitingroom.NewVisitorID()
-			batch[i] = id
-			joinScript.EvalSha(ctx, pipe, s.keys, id[:], now.UnixMilli(), benchLimits.Capacity, benchLimits.SessionTTL.Milliseconds())
+		var batches [][]waitingroom.VisitorID
+		for left := n - len(tickets); left > 0 && len(batches) < 8; left -= maxJoinBatch {
+			batch := make([]waitingroom.VisitorID, min(maxJoinBatch, left))
+			args := joinArgs(benchLimits, len(batch))
+			for i := range batch {
+				batch[i] = waitingroom.NewVisitorID()
+				args = append(args, batch[i][:], now)
+			}
+			joinScript.EvalSha(ctx, pipe, s.keys, args...)
+			batches = append(batches, batch)
 		}
 		cmds, err := pipe.Exec(ctx)
 		if err != nil {
@@ -108,12 +113,14 @@ func fillQueue(b testing.TB, s *roomStore, n int) ([]waitingroom.VisitorID, []ui
 		}
 		for i, c := range cmds {
 			res, err := c.(*redis.Cmd).Int64Slice()
-			if err != nil {
-				b.Fatal(err)
+			if err != nil || len(res) != 3*len(batches[i]) {
+				b.Fatalf("filling the queue: reply %v for %d visitors: %v", res, len(batches[i]), err)
 			}
-			if res[0] == int64(waitingroom.Queued) {
-				ids = append(ids, batch[i])
-				tickets = append(tickets, uint64(res[1]))
+			for j, id := range batches[i] {
+				if res[3*j] == int64(waitingroom.Queued) {
+					ids = append(ids, id)
+					tickets = append(tickets, uint64(res[3*j+1]))
+				}
 			}
 		}
 	}

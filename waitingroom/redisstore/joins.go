@@ -14,14 +14,15 @@ import (
 const maxJoinBatch = 128
 
 // joinBatcher turns the joins that arrive while a join round trip is in flight into
-// the next round trip's batch. A lone visitor costs one script call, as before; under
-// a surge, one call takes many visitors, which saves Redis and both ends of the
-// connection a request each. There is no goroutine while nobody joins: the first
-// arrival starts a drain that ends when nothing is pending.
+// the next round trip's batch. A lone visitor's join goes alone, from its own
+// goroutine: one script call and no handoff (a goroutine started and woken for each
+// lone join cost it as much again as the script on a busy machine). Under a surge,
+// one call takes many visitors, which saves Redis and both ends of the connection a
+// request each; a goroutine drains the batches, and ends when nothing is pending.
 type joinBatcher struct {
 	mu       sync.Mutex
 	pending  []*joinRequest
-	draining bool
+	draining bool // a join is in flight: arrivals wait in pending for the next batch
 }
 
 type joinRequest struct {
@@ -38,16 +39,25 @@ type joinResult struct {
 
 // Join takes a brand-new visitor (see waitingroom.Store).
 func (s *roomStore) Join(ctx context.Context, id waitingroom.VisitorID, now time.Time, lim waitingroom.Limits) (waitingroom.Status, error) {
-	req := &joinRequest{id: id, now: now, lim: lim, done: make(chan joinResult, 1)}
+	req := &joinRequest{id: id, now: now, lim: lim}
 	b := &s.joins
 	b.mu.Lock()
-	b.pending = append(b.pending, req)
-	start := !b.draining
-	b.draining = true
-	b.mu.Unlock()
-	if start {
-		go s.drainJoins()
+	if !b.draining {
+		b.draining = true
+		b.mu.Unlock()
+		r := s.joinBatch(ctx, []*joinRequest{req})[0]
+		b.mu.Lock()
+		more := len(b.pending) > 0
+		b.draining = more
+		b.mu.Unlock()
+		if more {
+			go s.drainJoins()
+		}
+		return r.status, r.err
 	}
+	req.done = make(chan joinResult, 1)
+	b.pending = append(b.pending, req)
+	b.mu.Unlock()
 	select {
 	case r := <-req.done:
 		return r.status, r.err
@@ -57,7 +67,8 @@ func (s *roomStore) Join(ctx context.Context, id waitingroom.VisitorID, now time
 }
 
 // drainJoins runs join scripts until nothing is pending. Requests with different limits
-// (a reload or an admin change between them) go in separate calls.
+// (a reload or an admin change between them) go in separate calls. It runs for nobody
+// in particular, so no caller's context bounds it: the store's timeout does.
 func (s *roomStore) drainJoins() {
 	b := &s.joins
 	for {
@@ -74,28 +85,38 @@ func (s *roomStore) drainJoins() {
 		batch := b.pending[:n:n]
 		b.pending = append([]*joinRequest(nil), b.pending[n:]...)
 		b.mu.Unlock()
-		s.joinBatch(batch)
+		for i, r := range s.joinBatch(context.Background(), batch) {
+			batch[i].done <- r
+		}
 	}
 }
 
-func (s *roomStore) joinBatch(batch []*joinRequest) {
-	lim := batch[0].lim
-	args := make([]any, 0, 6+2*len(batch))
-	args = append(args, lim.Capacity, lim.SessionTTL.Milliseconds(), lim.Rate, lim.RatePer.Milliseconds(),
-		flag(lim.Hold), flag(lim.NoQueue))
+// joinBatch runs one join script for the batch, all under the first one's limits, and
+// returns each visitor's result in order.
+func (s *roomStore) joinBatch(ctx context.Context, batch []*joinRequest) []joinResult {
+	args := joinArgs(batch[0].lim, len(batch))
 	for _, r := range batch {
 		args = append(args, r.id[:], r.now.UnixMilli())
 	}
-	res, err := s.run(context.Background(), joinScript, args...).Int64Slice()
+	res, err := s.run(ctx, joinScript, args...).Int64Slice()
 	if err == nil && len(res) != 3*len(batch) {
 		err = fmt.Errorf("unexpected reply of %d numbers for %d visitors", len(res), len(batch))
 	}
-	for i, r := range batch {
+	out := make([]joinResult, len(batch))
+	for i := range batch {
 		if err != nil {
-			r.done <- joinResult{err: fmt.Errorf("joining room: %w", err)}
+			out[i].err = fmt.Errorf("joining room: %w", err)
 			continue
 		}
-		st, e := toStatus(res[3*i : 3*i+3])
-		r.done <- joinResult{status: st, err: e}
+		out[i].status, out[i].err = toStatus(res[3*i : 3*i+3])
 	}
+	return out
+}
+
+// joinArgs starts the join script's arguments: the limits, then room for each
+// visitor's id and time of arrival, which the caller appends.
+func joinArgs(lim waitingroom.Limits, visitors int) []any {
+	args := make([]any, 0, 6+2*visitors)
+	return append(args, lim.Capacity, lim.SessionTTL.Milliseconds(), lim.Rate, lim.RatePer.Milliseconds(),
+		flag(lim.Hold), flag(lim.NoQueue))
 }

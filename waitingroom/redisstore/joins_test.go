@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -100,5 +101,41 @@ func TestJoinsAreBatchedAndExact(t *testing.T) {
 	wg.Wait()
 	if smallAdmitted > 10 {
 		t.Fatalf("%d joins under capacity 10 were admitted", smallAdmitted)
+	}
+}
+
+// A lone visitor's join is one script call, made for it alone, one visitor after
+// another. A visitor who gives up (the request's context canceled) gets an error and
+// the room goes on: the next join is decided as usual.
+func TestLoneJoins(t *testing.T) {
+	srv := testredis.Start(t)
+	mod := provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(5 * time.Second)})
+	s := open(t, mod)
+	ctx, now := context.Background(), time.Unix(1_800_000_000, 0)
+	lim := waitingroom.Limits{Capacity: 1, SessionTTL: time.Hour, QueueTTL: time.Hour}
+	if _, err := s.Join(ctx, waitingroom.NewVisitorID(), now, lim); err != nil { // loads the script
+		t.Fatal(err)
+	}
+	scripts0, _ := srv.Commands(t)
+	const joins = 20
+	for i := 1; i <= joins; i++ {
+		st, err := s.Join(ctx, waitingroom.NewVisitorID(), now, lim)
+		if err != nil || st.State != waitingroom.Queued || st.Position != i {
+			t.Fatalf("join %d: %+v, %v; want queued at %d", i, st, err, i)
+		}
+	}
+	if scripts1, _ := srv.Commands(t); scripts1-scripts0 != joins {
+		t.Fatalf("%d lone joins took %d script calls", joins, scripts1-scripts0)
+	}
+
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.Join(gone, waitingroom.NewVisitorID(), now, lim); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a join whose request was canceled: %v, want context.Canceled", err)
+	}
+	st, err := s.Join(ctx, waitingroom.NewVisitorID(), now, lim)
+	stats, _ := s.Stats(ctx)
+	if err != nil || st.State != waitingroom.Queued || st.Position != stats.Waiting {
+		t.Fatalf("the join after a canceled one: %+v, %v, with %d waiting", st, err, stats.Waiting)
 	}
 }

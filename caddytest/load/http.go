@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+)
+
+func init() {
+	register(section{
+		name:  "http",
+		about: "requests per second through the room vs the same site without it (wrk), memory and Redis stores",
+		order: 20,
+		run:   runHTTP,
+	})
+}
+
+// httpConnections is wrk's connection count for every target: enough to keep Caddy
+// busy on two cores, few enough that wrk's one thread is not the bottleneck.
+const httpConnections = 50
+
+// The headers of a browser; every target of an instance is sent them, bare included,
+// so the room's figures differ from bare by the room alone. The Cookie header is the
+// admitted room's cookie: the other rooms ignore it (it names another room), so their
+// visitors are new, but they still read past it as they would a browser's cookies.
+const (
+	browserAccept = "Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+	jsonAccept    = "Accept: application/json"
+)
+
+// httpRoom is one room site of an instance and the path it puts a visitor on.
+type httpRoom struct {
+	site   string // also the room's name
+	figure string
+	config string // the waiting_room block's settings, without name and store
+}
+
+// The rooms every instance serves, beside a bare site answering the same "ok". The
+// queued room's one slot goes to the first visitor (the rig's health check), so
+// everyone after is queued; every waiter keeps the place for the whole run.
+var httpRooms = []httpRoom{
+	{"admitted", "admitted visitor (valid room cookie)", "capacity 1000000000\n\t\tsession_ttl 1h"},
+	{"new", "new visitor admitted at join (join, sign, Set-Cookie)", "capacity 1000000000"},
+	{"queued", "new visitor queued, waiting page (join, Set-Cookie, HTML)", "capacity 1\n\t\tsession_ttl 1h\n\t\tqueue_ttl 1h"},
+}
+
+// httpStore is one instance of the section: a store and the figures it must reach.
+type httpStore struct {
+	name    string
+	config  string       // the rooms' store directive
+	newGoal float64      // new visitors (admitted or queued) vs bare, from DESIGN.md
+	redis   *redisServer // the store's server, nil for memory
+}
+
+func runHTTP(ctx context.Context, r *rig, o options) ([]row, error) {
+	redis, err := r.startRedis("http-redis")
+	if err != nil {
+		return nil, err
+	}
+	stores := []httpStore{
+		{name: "memory", config: "store memory", newGoal: 0.85},
+		{name: "Redis", config: "store redis redis://" + redis.addr, newGoal: 0.50, redis: redis},
+	}
+	var benches []*httpBench
+	var targets []wrkTarget
+	for _, s := range stores {
+		b, err := newHTTPBench(ctx, r, s)
+		if err != nil {
+			return nil, err
+		}
+		benches = append(benches, b)
+		targets = append(targets, b.targets...)
+	}
+	for _, b := range benches {
+		if !o.quick { // warm up: a first round on a cold instance would be the slowest
+			if _, err := r.wrk(ctx, b.targets[0], httpConnections); err != nil {
+				return nil, err
+			}
+		}
+		if err := b.snapshot(ctx, b.before); err != nil {
+			return nil, err
+		}
+	}
+	res, err := r.wrkRuns(ctx, targets, httpConnections)
+	if err != nil {
+		return nil, err
+	}
+	var rows []row
+	for _, b := range benches {
+		if err := b.snapshot(ctx, b.after); err != nil {
+			return nil, err
+		}
+		if err := b.check(res); err != nil {
+			return nil, err
+		}
+		rows = append(rows, b.rows(res)...)
+	}
+	if o.profiles != "" {
+		for _, b := range benches {
+			if err := b.profile(ctx, r); err != nil {
+				return rows, err
+			}
+		}
+	}
+	return rows, nil
+}
+
+// httpBench is one instance: its targets (bare first) and the room counters around the
+// measured rounds, which prove each target took the path its row names.
+type httpBench struct {
+	store         httpStore
+	in            *instance
+	targets       []wrkTarget
+	before, after map[string]roomCounters
+}
+
+func newHTTPBench(ctx context.Context, r *rig, s httpStore) (*httpBench, error) {
+	cfg := caddyConfig{"bare": `respond "ok"`}
+	for _, rm := range httpRooms {
+		cfg[rm.site] = fmt.Sprintf("\twaiting_room {\n\t\tname %s\n\t\t%s\n\t\t%s\n\t}\n\trespond \"ok\"", rm.site, rm.config, s.config)
+	}
+	in, err := r.startCaddy("http-"+s.name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &httpBench{store: s, in: in, before: map[string]roomCounters{}, after: map[string]roomCounters{}}
+	cookie, err := admittedCookie(ctx, in.url("admitted"))
+	if err != nil {
+		return nil, err
+	}
+	browser := []string{"Cookie: " + cookie, browserAccept}
+	api := []string{"Cookie: " + cookie, jsonAccept}
+	serve := []*proc{in.proc}
+	if s.redis != nil {
+		serve = append(serve, s.redis.proc)
+	}
+	b.targets = []wrkTarget{
+		{name: s.name + " bare", url: in.url("bare") + "/", headers: browser, serve: serve},
+		{name: s.name + " admitted", url: in.url("admitted") + "/", headers: browser, serve: serve},
+		{name: s.name + " new", url: in.url("new") + "/", headers: browser, serve: serve},
+		{name: s.name + " queued", url: in.url("queued") + "/", headers: browser, serve: serve},
+		{name: s.name + " queued JSON", url: in.url("queued") + "/", headers: api, serve: serve},
+	}
+	return b, b.probe(ctx)
+}
+
+func (b *httpBench) snapshot(ctx context.Context, into map[string]roomCounters) error {
+	for _, rm := range httpRooms {
+		c, err := readRoom(ctx, b.in, rm.site)
+		if err != nil {
+			return err
+		}
+		into[rm.site] = c
+	}
+	return nil
+}
+
+// check holds the rounds to what their rows claim, from the rooms' own counters: the
+// admitted target never became a new visitor, and every request of the new and queued
+// targets was a new visitor, admitted or queued. A room counts at least what wrk saw
+// answered (requests in flight when a round ends are counted by the room only).
+func (b *httpBench) check(res map[string]wrkResult) error {
+	delta := func(site string) (admitted, waiting int64) {
+		return int64(b.after[site].AdmittedTotal - b.before[site].AdmittedTotal),
+			int64(b.after[site].Waiting - b.before[site].Waiting)
+	}
+	s := b.store.name
+	if a, w := delta("admitted"); a != 0 || w != 0 {
+		return fmt.Errorf("%s: the admitted target made %d new admissions and %d waiters: its cookie stopped working", s, a, w)
+	}
+	if a, w := delta("new"); a < res[s+" new"].requests || w != 0 {
+		return fmt.Errorf("%s: %d requests of new visitors, but the room admitted %d and queued %d", s, res[s+" new"].requests, a, w)
+	}
+	queued := res[s+" queued"].requests + res[s+" queued JSON"].requests
+	if a, w := delta("queued"); a != 0 || w < queued {
+		return fmt.Errorf("%s: %d requests of new visitors to a full room, but it admitted %d and queued %d", s, queued, a, w)
+	}
+	return nil
+}
+
+// rows are the throughput of each room target against bare, with DESIGN.md's targets,
+// then the same targets' cost: requests per CPU second of the serving processes,
+// which the neighbours on a shared machine hardly move (no target: a cross-check).
+func (b *httpBench) rows(res map[string]wrkResult) []row {
+	s := b.store.name
+	figures := []struct {
+		target, figure string
+		goal           float64
+	}{
+		{"admitted", httpRooms[0].figure, 0.90},
+		{"new", httpRooms[1].figure, b.store.newGoal},
+		{"queued", httpRooms[2].figure, b.store.newGoal},
+		{"queued JSON", "new visitor queued, JSON (Accept: application/json)", b.store.newGoal},
+	}
+	servers := "Caddy"
+	if b.store.redis != nil {
+		servers = "Caddy and Redis"
+	}
+	bare := res[s+" bare"]
+	var rows []row
+	for _, f := range figures {
+		rows = append(rows, roundsRow(s+": "+f.figure, res[s+" "+f.target].samples, bare.samples, "req/s", f.goal))
+	}
+	for _, f := range figures {
+		rows = append(rows, roundsRow(fmt.Sprintf("%s: %s, per CPU second of %s", s, f.target, servers),
+			res[s+" "+f.target].perCPU, bare.perCPU, "req/CPU-s", 0))
+	}
+	return rows
+}
+
+// profile takes a CPU profile of the instance during one extra round of each room
+// target. The round is not counted: profiling costs the instance a little, and only
+// the room targets would pay it.
+func (b *httpBench) profile(ctx context.Context, r *rig) error {
+	for _, t := range b.targets[1:] {
+		file := fmt.Sprintf("http-%s.pprof", fileName(t.name))
+		var wg sync.WaitGroup
+		var perr error
+		wg.Go(func() { perr = r.profile(b.in, "profile", r.o.duration, file) })
+		_, err := r.wrk(ctx, t, httpConnections)
+		wg.Wait()
+		switch {
+		case errors.Is(err, errRequestsFailed): // the round is not counted; the profile stands
+			fmt.Fprintf(os.Stderr, "   (some requests of the profiled round of %s failed)\n", t.name)
+		case err != nil:
+			return err
+		}
+		if perr != nil {
+			return fmt.Errorf("profiling %s: %w", t.name, perr)
+		}
+		fmt.Fprintf(os.Stderr, "   CPU profile of %s: %s/%s\n", t.name, r.o.profiles, file)
+	}
+	return nil
+}
