@@ -286,7 +286,7 @@ func (r *Room) Reset(ctx context.Context) error {
 	if err := r.h.store.Reset(ctx); err != nil {
 		return fmt.Errorf("resetting room: %w", err)
 	}
-	r.forEachHandler(func(h *Handler) { h.room.touched.Clear() })
+	r.forEachHandler(func(h *Handler) { h.room.touched.clear() })
 	r.applyNow(ctx)
 	return nil
 }

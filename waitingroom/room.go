@@ -43,9 +43,9 @@ type room struct {
 	ips       *ipCounters
 	metrics   *roomMetrics
 
-	// touched maps a VisitorID to the *atomic.Int64 unix-nano time this instance last
-	// confirmed the visitor's session with the store.
-	touched sync.Map
+	// touched is when this instance last confirmed each visitor's session with the
+	// store.
+	touched touchCache
 	// drawn holds the keys of the event lotteries this instance knows are drawn.
 	drawn sync.Map
 
@@ -218,34 +218,19 @@ func (rm *room) loadOverrides(ctx context.Context) error {
 }
 
 // touchedRecently reports whether this instance confirmed id's session with the store
-// within touchEvery. It is the admitted hot path: a lock-free map read and an atomic.
+// within touchEvery: the admitted hot path.
 func (rm *room) touchedRecently(id VisitorID, now time.Time) bool {
-	v, ok := rm.touched.Load(id)
-	return ok && now.UnixNano()-v.(*atomic.Int64).Load() < int64(touchEvery)
+	return rm.touched.recent(id, now)
 }
 
-func (rm *room) markTouched(id VisitorID, now time.Time) {
-	if v, ok := rm.touched.Load(id); ok {
-		v.(*atomic.Int64).Store(now.UnixNano())
-		return
-	}
-	v := new(atomic.Int64)
-	v.Store(now.UnixNano())
-	rm.touched.Store(id, v)
-}
+func (rm *room) markTouched(id VisitorID, now time.Time) { rm.touched.mark(id, now) }
 
-func (rm *room) forgetTouched(id VisitorID) { rm.touched.Delete(id) }
+func (rm *room) forgetTouched(id VisitorID) { rm.touched.forget(id) }
 
 // pruneTouched drops cache entries of visitors whose sessions must have lapsed, so
 // the cache holds about the admitted visitors and no more.
 func (rm *room) pruneTouched() {
-	cutoff := rm.h.clock.Now().Add(-time.Duration(rm.h.SessionTTL)).UnixNano()
-	rm.touched.Range(func(k, v any) bool {
-		if v.(*atomic.Int64).Load() < cutoff {
-			rm.touched.Delete(k)
-		}
-		return true
-	})
+	rm.touched.prune(rm.h.clock.Now().Add(-time.Duration(rm.h.SessionTTL)).UnixNano())
 }
 
 // storeError logs a store failure, at most once per storeErrorLogEvery, with how many
