@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testredis"
 )
 
 // redisServer is a real redis-server of the run, empty and without persistence.
@@ -48,24 +50,14 @@ func (r *rig) startRedis(name string) (*redisServer, error) {
 	}
 }
 
-// commands reads INFO commandstats: scripts run (EVALSHA and EVAL: the store's round
-// trips) and every command Redis ran, those inside scripts included, INFO left out.
+// commands reads INFO commandstats: scripts run (the store's round trips) and every
+// command Redis ran (testredis.CountCommands).
 func (s *redisServer) commands(ctx context.Context) (scripts, total int64, err error) {
 	info, err := s.client.Info(ctx, "commandstats").Result()
 	if err != nil {
 		return 0, 0, err
 	}
-	for line := range strings.SplitSeq(info, "\r\n") {
-		name, rest, ok := strings.Cut(line, ":calls=")
-		if !ok || name == "cmdstat_info" {
-			continue
-		}
-		n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-		total += n
-		if name == "cmdstat_evalsha" || name == "cmdstat_eval" {
-			scripts += n
-		}
-	}
+	scripts, total = testredis.CountCommands(info)
 	return scripts, total, nil
 }
 

@@ -293,16 +293,22 @@ func do(addr string, args ...string) (string, error) {
 	}
 }
 
-// Commands reads INFO commandstats: the scripts run (EVALSHA and EVAL, a store's round
-// trips) and every command Redis ran, those inside scripts included, the INFO calls
-// themselves left out. Pub/Sub deliveries are not commands; PUBLISH inside a script is.
+// Commands reads INFO commandstats (see CountCommands).
 func (s *Server) Commands(tb testing.TB) (scripts, total int64) {
 	tb.Helper()
 	info, err := s.Do("INFO", "commandstats")
 	if err != nil {
 		tb.Fatalf("INFO commandstats: %v", err)
 	}
-	for _, line := range strings.Split(info, "\r\n") {
+	return CountCommands(info)
+}
+
+// CountCommands reads the text of INFO commandstats: the scripts run (EVALSHA and EVAL,
+// a store's round trips) and every command Redis ran, those inside scripts included,
+// the INFO calls themselves left out. Pub/Sub deliveries are not commands; PUBLISH
+// inside a script is. The load harness reads it too.
+func CountCommands(info string) (scripts, total int64) {
+	for line := range strings.SplitSeq(info, "\r\n") {
 		name, rest, ok := strings.Cut(line, ":calls=")
 		if !ok || name == "cmdstat_info" {
 			continue
