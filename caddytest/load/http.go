@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 )
 
@@ -59,6 +60,10 @@ func runHTTP(ctx context.Context, r *rig, o options) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
+	page, err := waitingPageSize(ctx, r)
+	if err != nil {
+		return nil, err
+	}
 	stores := []httpStore{
 		{name: "memory", config: "store memory", newGoal: 0.85},
 		{name: "Redis", config: "store redis redis://" + redis.addr, newGoal: 0.50, redis: redis},
@@ -66,7 +71,7 @@ func runHTTP(ctx context.Context, r *rig, o options) ([]row, error) {
 	var benches []*httpBench
 	var targets []wrkTarget
 	for _, s := range stores {
-		b, err := newHTTPBench(ctx, r, s)
+		b, err := newHTTPBench(ctx, r, s, page)
 		if err != nil {
 			return nil, err
 		}
@@ -107,6 +112,24 @@ func runHTTP(ctx context.Context, r *rig, o options) ([]row, error) {
 	return rows, nil
 }
 
+// waitingPageSize is the size of the waiting page a queued browser gets, from a
+// throwaway instance, so that a bare site can answer as many bytes.
+func waitingPageSize(ctx context.Context, r *rig) (int, error) {
+	in, err := r.startCaddy("http-page-size", caddyConfig{"queued": "\twaiting_room {\n\t\tname queued\n\t\t" + httpRooms[2].config + "\n\t}\n\trespond \"ok\""})
+	if err != nil {
+		return 0, err
+	}
+	defer in.stop()
+	resp, body, err := get(ctx, in.url("queued")+"/", []string{browserAccept})
+	if err != nil {
+		return 0, err
+	}
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		return 0, fmt.Errorf("measuring the waiting page: got %s, status %d", resp.Header.Get("Content-Type"), resp.StatusCode)
+	}
+	return len(body), nil
+}
+
 // httpBench is one instance: its targets (bare first) and the room counters around the
 // measured rounds, which prove each target took the path its row names.
 type httpBench struct {
@@ -116,8 +139,8 @@ type httpBench struct {
 	before, after map[string]roomCounters
 }
 
-func newHTTPBench(ctx context.Context, r *rig, s httpStore) (*httpBench, error) {
-	cfg := caddyConfig{"bare": `respond "ok"`}
+func newHTTPBench(ctx context.Context, r *rig, s httpStore, page int) (*httpBench, error) {
+	cfg := caddyConfig{"bare": `respond "ok"`, "barepage": fmt.Sprintf("respond %q", strings.Repeat("x", page))}
 	for _, rm := range httpRooms {
 		cfg[rm.site] = fmt.Sprintf("\twaiting_room {\n\t\tname %s\n\t\t%s\n\t\t%s\n\t}\n\trespond \"ok\"", rm.site, rm.config, s.config)
 	}
@@ -142,6 +165,7 @@ func newHTTPBench(ctx context.Context, r *rig, s httpStore) (*httpBench, error) 
 		{name: s.name + " new", url: in.url("new") + "/", headers: browser, serve: serve},
 		{name: s.name + " queued", url: in.url("queued") + "/", headers: browser, serve: serve},
 		{name: s.name + " queued JSON", url: in.url("queued") + "/", headers: api, serve: serve},
+		{name: s.name + " bare page", url: in.url("barepage") + "/", headers: browser, serve: serve},
 	}
 	return b, b.probe(ctx)
 }
@@ -203,6 +227,10 @@ func (b *httpBench) rows(res map[string]wrkResult) []row {
 	for _, f := range figures {
 		rows = append(rows, roundsRow(s+": "+f.figure, res[s+" "+f.target].samples, bare.samples, "req/s", f.goal))
 	}
+	// The waiting page is ~11 KB where bare answers 2 bytes; against a bare site that
+	// answers as many bytes, what is left is the room's own cost (no target: a cross-check).
+	rows = append(rows, roundsRow(s+": new visitor queued, waiting page, vs a bare site answering a body of the page's size",
+		res[s+" queued"].samples, res[s+" bare page"].samples, "req/s", 0))
 	for _, f := range figures {
 		rows = append(rows, roundsRow(fmt.Sprintf("%s: %s, per CPU second of %s", s, f.target, servers),
 			res[s+" "+f.target].perCPU, bare.perCPU, "req/CPU-s", 0))
@@ -214,7 +242,10 @@ func (b *httpBench) rows(res map[string]wrkResult) []row {
 // target. The round is not counted: profiling costs the instance a little, and only
 // the room targets would pay it.
 func (b *httpBench) profile(ctx context.Context, r *rig) error {
-	for _, t := range b.targets[1:] {
+	for _, t := range b.targets {
+		if kind := t.name[len(b.store.name)+1:]; kind == "bare" || kind == "bare page" {
+			continue // not the room's path
+		}
 		file := fmt.Sprintf("http-%s.pprof", fileName(t.name))
 		var wg sync.WaitGroup
 		var perr error

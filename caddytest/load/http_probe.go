@@ -43,6 +43,8 @@ func (b *httpBench) probe(ctx context.Context) error {
 		switch kind {
 		case "bare", "admitted":
 			ok = body == "ok"
+		case "bare page":
+			ok = strings.Trim(body, "x") == "" && len(body) > 1000
 		case "new":
 			ok = body == "ok" && cookie == "waiting_room_new"
 		case "queued":
