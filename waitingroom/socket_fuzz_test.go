@@ -107,20 +107,10 @@ func TestLeaveMessagesCountOnce(t *testing.T) {
 	tr := newTestRoom(t, 1)
 	tr.visit("", "")
 	_, cookie := tr.visit("", "application/json")
-	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = tr.h.ServeHTTP(w, r, next)
-	}))
-	defer srv.Close()
+	srv := serveRoom(t, tr, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{
-		Subprotocols: []string{subprotocol},
-		HTTPHeader:   http.Header{"Cookie": {tr.h.Cookie.Name + "=" + cookie}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialWaiter(ctx, t, tr, srv, cookie)
 	for i := 0; i < 50; i++ {
 		if c.Write(ctx, websocket.MessageText, []byte(`{"type":"leave"}`)) != nil {
 			break // the server closed the socket: that is the point

@@ -94,25 +94,14 @@ func TestIdleSocketsKeepOnlyTheirReader(t *testing.T) {
 	tr := newTestRoom(t, 1)
 	_, holder := tr.visit("", "")
 	var returned atomic.Int64
-	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = tr.h.ServeHTTP(w, r, next)
-		returned.Add(1)
-	}))
-	defer srv.Close()
+	srv := serveRoom(t, tr, func() { returned.Add(1) })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
 	var conns []*websocket.Conn
 	for i := range waiters {
 		_, cookie := tr.visit("", "application/json")
-		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{
-			Subprotocols: []string{subprotocol},
-			HTTPHeader:   http.Header{"Cookie": {tr.h.Cookie.Name + "=" + cookie}},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := dialWaiter(ctx, t, tr, srv, cookie)
 		defer c.CloseNow()
 		if m := readView(ctx, t, c); m.Position != i+1 {
 			t.Fatalf("waiter %d's first position is %d", i+1, m.Position)
@@ -164,9 +153,7 @@ func TestMessageSentWithTheUpgradeIsRead(t *testing.T) {
 	tr := newTestRoom(t, 1)
 	tr.visit("", "")
 	_, cookie := tr.visit("", "application/json")
-	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _ = tr.h.ServeHTTP(w, r, next) }))
-	defer srv.Close()
+	srv := serveRoom(t, tr, nil)
 
 	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
 	if err != nil {
@@ -233,21 +220,13 @@ func tokenID(t *testing.T, tr *testRoom, cookie string) VisitorID {
 func TestCleanupTellsSocketsToReconnect(t *testing.T) {
 	tr := newTestRoom(t, 1)
 	tr.visit("", "")
-	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _ = tr.h.ServeHTTP(w, r, next) }))
-	defer srv.Close()
+	srv := serveRoom(t, tr, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var conns []*websocket.Conn
 	for range 3 {
 		_, cookie := tr.visit("", "application/json")
-		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{
-			Subprotocols: []string{subprotocol},
-			HTTPHeader:   http.Header{"Cookie": {tr.h.Cookie.Name + "=" + cookie}},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := dialWaiter(ctx, t, tr, srv, cookie)
 		defer c.CloseNow()
 		readView(ctx, t, c)
 		conns = append(conns, c)
@@ -276,18 +255,10 @@ func TestStalledClientWriteGivesUp(t *testing.T) {
 	tr := newTestRoom(t, 1)
 	tr.visit("", "")
 	_, cookie := tr.visit("", "application/json")
-	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _ = tr.h.ServeHTTP(w, r, next) }))
-	defer srv.Close()
+	srv := serveRoom(t, tr, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{
-		Subprotocols: []string{subprotocol},
-		HTTPHeader:   http.Header{"Cookie": {tr.h.Cookie.Name + "=" + cookie}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialWaiter(ctx, t, tr, srv, cookie)
 	defer c.CloseNow()
 	readView(ctx, t, c) // and nothing more: the client stalls
 
@@ -308,4 +279,32 @@ func TestStalledClientWriteGivesUp(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("a write to a stalled client never gave up")
 	}
+}
+
+// serveRoom serves tr's handler (in front of an upstream that writes nothing) on a test
+// server closed with the test; returned, if not nil, is called as each request's
+// handler returns.
+func serveRoom(t *testing.T, tr *testRoom, returned func()) *httptest.Server {
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = tr.h.ServeHTTP(w, r, next)
+		if returned != nil {
+			returned()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// dialWaiter opens the waiting WebSocket of the waiter whose room cookie is cookie.
+func dialWaiter(ctx context.Context, t *testing.T, tr *testRoom, srv *httptest.Server, cookie string) *websocket.Conn {
+	t.Helper()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{
+		Subprotocols: []string{subprotocol},
+		HTTPHeader:   http.Header{"Cookie": {tr.h.Cookie.Name + "=" + cookie}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
