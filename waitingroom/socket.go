@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -29,11 +30,13 @@ const (
 	// The buffers of an upgraded connection. net/http hands a hijacked connection over
 	// with the 4 KiB buffers it served the request with; a waiting socket reads a few
 	// short client messages and writes positions of ~200 bytes, and 8 KiB of buffers
-	// would be most of what each of 100,000 waiters costs. A position fits the write
-	// buffer, so it goes out in one write; a longer frame only takes two. The read
-	// buffer holds a leave or a control frame; a longer frame reads through it.
+	// would be most of what each of 100,000 waiters costs. The room writes its
+	// messages itself (wsframe.go); the write buffer is coder/websocket's, for its
+	// control frames (a pong, the close), and holds the longest (2 + 125 bytes), so
+	// each goes out in one write. The read buffer holds a leave or a control frame; a
+	// longer frame reads through it.
 	socketReadBuffer  = 128
-	socketWriteBuffer = 512
+	socketWriteBuffer = 256
 )
 
 // Close codes the page understands.
@@ -46,21 +49,29 @@ const (
 // Messages the server sends besides positions.
 var admittedMessage = []byte(`{"type":"admitted"}`)
 
-// socket is one open waiting WebSocket. The hub never writes to the connection itself:
-// it leaves the news here, and a writer goroutine of the socket's own writes it, so
-// one slow client never holds up the pushes to the others. The writer runs only while
-// there is news (a waiter hears something every 2 s at most, for microseconds), so an
-// idle socket costs one goroutine, its reader, with a shallow stack: at 100,000
-// waiters, goroutines and their stacks are most of the memory.
+// socket is one open waiting WebSocket. A push round writes a position onto the
+// connection itself only when that cannot wait: one non-blocking write(2) that the
+// client's kernel buffers take whole (push). Anything else (a client that is not
+// reading, an admission, a close, a TLS connection) goes to a writer goroutine of the
+// socket's own, so one slow client never holds up the pushes to the others. The writer
+// runs only while there is such news, so an idle socket costs one goroutine, its
+// reader, with a shallow stack: at 100,000 waiters, goroutines and their stacks are
+// most of the memory.
 type socket struct {
 	hb      *hub
 	c       *websocket.Conn
-	conn    net.Conn // c's connection, for write deadlines
+	conn    net.Conn        // c's connection, for write deadlines
+	raw     syscall.RawConn // conn's descriptor when it is plain TCP, for push; else nil
 	id      VisitorID
 	release func() // gives back the address's connection count; nil without a cap
 
+	// wire is held while a frame is being written, whoever writes it: push, the
+	// writer, or coder/websocket (through wireWriter). A frame is never cut by another.
+	wire sync.Mutex
+
 	mu       sync.Mutex
-	pending  *view // the latest position not yet written
+	rest     []byte // the unsent end of a frame push began; the writer sends it first
+	pending  *view  // the latest position not yet written
 	admitted bool
 	lost     bool
 	closing  bool
@@ -73,12 +84,12 @@ type socket struct {
 }
 
 // resendAfter is how long an unchanged position goes unsent. A waiter must hear
-// something at least every maxSilence, and positions go out only at push rounds, so
-// the resend must happen at the last round before maxSilence: pushEvery before it. Half
-// a round earlier still, so a round that fires a little early or late lands on the
-// same side: the silence is 1.5 s, and stays within 2 s if a round runs up to half a
-// second late.
-const resendAfter = maxSilence - pushEvery - pushEvery/2
+// something at least every maxSilence, and resends go out only at the hub's ticks,
+// so the resend must happen at the last tick before maxSilence: resendEvery before
+// it. Half a tick earlier still, so a tick that fires a little early or late lands
+// on the same side: the silence is 1.75 s, and stays within 2 s if a tick runs up to
+// a quarter of a second late.
+const resendAfter = maxSilence - resendEvery - resendEvery/2
 
 // due reports whether a position message, offered at now, is to be written: the
 // position changed, or the waiter has heard nothing for resendAfter. If so it is
@@ -94,10 +105,33 @@ func (s *socket) due(position int, now time.Time) bool {
 	return true
 }
 
-// post hands v to the writer; v is not changed afterwards (the sockets of one waiter
-// share it).
-func (s *socket) post(v *view) {
+// push tells the waiter v, which frame holds framed (the caller may reuse frame; v is
+// not changed afterwards: the sockets of one waiter share it). When no writer is busy
+// with this socket, the frame goes out here and now in one non-blocking write, which
+// the client's kernel buffers take whole every time but when it has stopped reading.
+// At 100,000 waiters a message every 2 s each is 50,000 a second, and a goroutine
+// started and scheduled per message cost more than the message. What the connection
+// does not take at once is left to the writer.
+func (s *socket) push(frame []byte, v *view) {
 	s.mu.Lock()
+	if s.raw != nil && !s.writing && !s.done && s.wire.TryLock() {
+		n := writeNow(s.raw, frame)
+		switch {
+		case n == len(frame):
+			s.wire.Unlock()
+			s.mu.Unlock()
+			return
+		case n > 0:
+			// Part of the frame is out: the writer sends the rest before anything
+			// else, and the wire stays held till then so no frame cuts in.
+			s.rest = bytes.Clone(frame[n:])
+			s.writing = true
+			s.mu.Unlock()
+			go s.write()
+			return
+		}
+		s.wire.Unlock()
+	}
 	s.pending = v
 	start := s.wakeLocked()
 	s.mu.Unlock()
@@ -149,6 +183,14 @@ func (s *socket) wakeLocked() bool {
 // write writes the news until there is none, then ends; news left meanwhile is picked
 // up by the same loop, so one writer at a time writes, in order.
 func (s *socket) write() {
+	s.mu.Lock()
+	rest := s.rest
+	s.rest = nil
+	s.mu.Unlock()
+	if rest != nil && !s.sendHeld(rest) { // push left the wire held for it
+		s.fail()
+		return
+	}
 	for {
 		s.mu.Lock()
 		v, admitted, lost, closing := s.pending, s.admitted, s.lost, s.closing
@@ -162,7 +204,7 @@ func (s *socket) write() {
 		s.mu.Unlock()
 		switch {
 		case admitted:
-			s.send(admittedMessage)
+			s.send(admittedFrame)
 			s.c.Close(websocket.StatusNormalClosure, "admitted")
 			return
 		case closing:
@@ -172,14 +214,19 @@ func (s *socket) write() {
 			s.c.Close(closeLost, "place lost")
 			return
 		}
-		if !s.sendView(*v) {
-			s.mu.Lock()
-			s.done = true
-			s.mu.Unlock()
-			s.c.CloseNow()
+		if !s.send(v.appendFrame(nil)) {
+			s.fail()
 			return
 		}
 	}
+}
+
+// fail ends a socket whose write failed: nothing more is written to it.
+func (s *socket) fail() {
+	s.mu.Lock()
+	s.done = true
+	s.mu.Unlock()
+	s.c.CloseNow()
 }
 
 // serve upgrades a waiter's request and hands the socket to the hub. The handler
@@ -195,7 +242,8 @@ func (hb *hub) serve(w http.ResponseWriter, r *http.Request, id VisitorID, st St
 		}
 		release = func() { hb.rm.ips.closeConn(addr) }
 	}
-	sb := &smallBuffers{ResponseWriter: w}
+	s := &socket{hb: hb, id: id, release: release}
+	sb := &smallBuffers{ResponseWriter: w, wire: &s.wire}
 	c, err := websocket.Accept(sb, r, &websocket.AcceptOptions{Subprotocols: []string{subprotocol}})
 	if err != nil {
 		if release != nil {
@@ -204,7 +252,7 @@ func (hb *hub) serve(w http.ResponseWriter, r *http.Request, id VisitorID, st St
 		return nil // Accept has answered the request (bad handshake or cross-origin)
 	}
 	c.SetReadLimit(maxClientMessage)
-	s := &socket{hb: hb, c: c, conn: sb.conn, id: id, release: release}
+	s.c, s.conn, s.raw = c, sb.conn, rawTCP(sb.conn)
 	if !hb.add(id, st.Ticket, s) {
 		c.Close(websocket.StatusServiceRestart, "reconnect")
 		s.end()
@@ -212,7 +260,8 @@ func (hb *hub) serve(w http.ResponseWriter, r *http.Request, id VisitorID, st St
 	}
 	// The first position goes out at once, not at the next push round.
 	v := hb.rm.h.queuedView(st.Position, hb.rm.h.policyAt(hb.rm.h.clock.Now()))
-	s.post(&v)
+	v.Type = "position"
+	s.push(v.appendFrame(nil), &v)
 	go s.read()
 	return nil
 }
@@ -259,21 +308,22 @@ func (s *socket) end() {
 	s.c.CloseNow()
 }
 
-func (s *socket) sendView(v view) bool {
-	v.Type = "position"
-	return s.send(v.appendJSON(nil))
+// send writes frame, bounded by writeTimeout.
+func (s *socket) send(frame []byte) bool {
+	s.wire.Lock()
+	return s.sendHeld(frame)
 }
 
-// send writes one message, bounded by writeTimeout. The bound is a deadline on the
-// connection, not a context: coder/websocket keeps a write's context until the next
-// write, and a timer context kept per socket was 1.5 KiB of what each waiter cost. The
-// deadline is cleared afterwards, so that the library's own writes (a pong, the close
-// frame) are not cut short by a stale one.
-func (s *socket) send(b []byte) bool {
+// sendHeld writes frame with the wire already held, and lets go of it. The bound is a
+// deadline on the connection, not a context: a timer context kept per socket was
+// 1.5 KiB of what each waiter cost. The deadline is cleared afterwards, so that the
+// library's own writes (a pong, the close frame) are not cut short by a stale one.
+func (s *socket) sendHeld(frame []byte) bool {
+	defer s.wire.Unlock()
 	if s.conn.SetWriteDeadline(time.Now().Add(writeTimeout)) != nil {
 		return false
 	}
-	err := s.c.Write(context.Background(), websocket.MessageText, b)
+	_, err := s.conn.Write(frame)
 	_ = s.conn.SetWriteDeadline(time.Time{})
 	return err == nil
 }
@@ -294,9 +344,11 @@ func (hb *hub) serveAdmitted(w http.ResponseWriter, r *http.Request) error {
 
 // smallBuffers is the ResponseWriter a waiting socket's upgrade sees: its Hijack hands
 // the connection over with small buffers instead of net/http's, carrying over anything
-// already read, and keeps the connection for the socket's write deadlines.
+// already read, writing through the socket's wire lock, and keeps the connection for
+// the socket's own writes.
 type smallBuffers struct {
 	http.ResponseWriter
+	wire *sync.Mutex
 	conn net.Conn
 }
 
@@ -321,7 +373,7 @@ func (sb *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		}
 	}
 	sb.conn = conn
-	return conn, bufio.NewReadWriter(br, bufio.NewWriterSize(conn, socketWriteBuffer)), nil
+	return conn, bufio.NewReadWriter(br, bufio.NewWriterSize(wireWriter{conn, sb.wire}, socketWriteBuffer)), nil
 }
 
 // Unwrap lets http.ResponseController reach the wrapped writer's other abilities.

@@ -1,0 +1,102 @@
+package waitingroom
+
+import (
+	"encoding/binary"
+	"net"
+	"sync"
+	"syscall"
+)
+
+// The room writes its own messages' WebSocket frames, so that a push round can write a
+// position straight onto the connection with one non-blocking write(2) (see
+// socket.push). coder/websocket still reads the connection, answers pings and writes
+// close frames; those go through wireWriter, so a frame of ours and one of its
+// never interleave.
+
+// Server frames are never masked (RFC 6455 5.1): a text frame is its header and the
+// message's bytes.
+const (
+	frameText     = 0x81 // FIN, text
+	frameLen16    = 126  // the length follows in two bytes
+	maxShortFrame = 125  // longest length the header's second byte holds
+	frameHeadRoom = 4    // header bytes reserved in front of a message (up to 64 KiB)
+)
+
+// appendFrame appends v's message as a text frame: the JSON is written once, after
+// room for the longest header it may need, and the header is filled in after.
+func (v *view) appendFrame(dst []byte) []byte {
+	at := len(dst)
+	dst = v.appendJSON(append(dst, 0, 0, 0, 0))
+	return endTextFrame(dst, at)
+}
+
+// endTextFrame fills in the header of the frame at dst[at:], whose message follows
+// frameHeadRoom reserved bytes. A short message's header is two bytes, so the message
+// moves up two.
+func endTextFrame(dst []byte, at int) []byte {
+	n := len(dst) - at - frameHeadRoom
+	if n <= maxShortFrame {
+		dst[at], dst[at+1] = frameText, byte(n)
+		return append(dst[:at+2], dst[at+frameHeadRoom:]...)
+	}
+	// Longer than 64 KiB would need the 8-byte form; no message of ours comes near.
+	dst[at], dst[at+1] = frameText, frameLen16
+	binary.BigEndian.PutUint16(dst[at+2:], uint16(n))
+	return dst
+}
+
+// admittedFrame is the admitted message, framed.
+var admittedFrame = endTextFrame(append([]byte{0, 0, 0, 0}, admittedMessage...), 0)
+
+// wireWriter is the writer coder/websocket's frames go out through: it takes the
+// socket's wire lock around each write. The library flushes every control frame in
+// one write, so one lock per write is one lock per frame.
+type wireWriter struct {
+	conn net.Conn
+	mu   *sync.Mutex
+}
+
+func (w wireWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.conn.Write(p)
+}
+
+// rawTCP returns conn's descriptor access when conn is a plain TCP connection, where
+// the bytes written are the bytes sent. Anything else (TLS, a listener wrapper's own
+// connection) is written only through conn.
+func rawTCP(conn net.Conn) syscall.RawConn {
+	tcp, ok := conn.(*net.TCPConn)
+	if !ok {
+		return nil
+	}
+	raw, err := tcp.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return raw
+}
+
+// writeNow writes as much of b as the connection takes without waiting, and returns
+// how much that was: all of it unless the client has left its kernel buffers full.
+// The runtime keeps the descriptor non-blocking, so the write never sleeps.
+func writeNow(raw syscall.RawConn, b []byte) int {
+	n := 0
+	err := raw.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			m, err := syscall.Write(int(fd), b[n:])
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil || m <= 0 {
+				break
+			}
+			n += m
+		}
+		return true // never wait for room: a socket that has none gets a writer of its own
+	})
+	if err != nil {
+		return 0
+	}
+	return n
+}

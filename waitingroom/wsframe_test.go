@@ -1,0 +1,227 @@
+package waitingroom
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// A frame's header says what RFC 6455 says it must for every length a message of ours
+// may have, on either side of the one-byte limit, and what was in dst stays.
+func TestTextFrameHeader(t *testing.T) {
+	for _, n := range []int{0, 1, 125, 126, 127, 1000, 65535} {
+		msg := bytes.Repeat([]byte{'m'}, n)
+		prefix := []byte("before")
+		frame := endTextFrame(append(append(bytes.Clone(prefix), 0, 0, 0, 0), msg...), len(prefix))
+		if !bytes.HasPrefix(frame, prefix) {
+			t.Fatalf("%d bytes: the bytes before the frame changed", n)
+		}
+		frame = frame[len(prefix):]
+		if frame[0] != 0x81 {
+			t.Fatalf("%d bytes: first byte %#x, want FIN and text (0x81)", n, frame[0])
+		}
+		size, head := int(frame[1]), 2
+		if frame[1]&0x80 != 0 {
+			t.Fatalf("%d bytes: a server frame is masked", n)
+		}
+		if size == 126 {
+			size, head = int(binary.BigEndian.Uint16(frame[2:])), 4
+		}
+		if n <= 125 && head != 2 || n > 125 && head != 4 {
+			t.Fatalf("%d bytes: a %d-byte header", n, head)
+		}
+		if size != n || !bytes.Equal(frame[head:], msg) {
+			t.Fatalf("%d bytes: the frame says %d and carries %d", n, size, len(frame)-head)
+		}
+	}
+}
+
+// onlySocket returns the one socket tr's hub holds, once it holds one.
+func onlySocket(t *testing.T, tr *testRoom) *socket {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		tr.h.room.hub.mu.Lock()
+		for _, ws := range tr.h.room.hub.waiters {
+			if len(ws.sockets) == 1 {
+				s := ws.sockets[0]
+				tr.h.room.hub.mu.Unlock()
+				return s
+			}
+		}
+		tr.h.room.hub.mu.Unlock()
+	}
+	t.Fatal("no socket in the hub")
+	return nil
+}
+
+// pushNumbered pushes a position message numbered k (its position), with a room name
+// of pad bytes.
+func pushNumbered(s *socket, k, pad int) {
+	v := &view{Type: "position", Room: strings.Repeat("r", pad), Status: "queued", Position: k}
+	s.push(v.appendFrame(nil), v)
+}
+
+// readNumbered reads messages until one numbered last arrives, checking that the
+// numbered ones (the hub's own pushes, position 1, may come between) only ever grow;
+// any damage to a frame fails the library's read.
+func readNumbered(ctx context.Context, c *websocket.Conn, last int) error {
+	prev := 0
+	for {
+		_, data, err := c.Read(ctx)
+		if err != nil {
+			return err
+		}
+		var v view
+		if err := json.Unmarshal(data, &v); err != nil {
+			return err
+		}
+		if v.Position < firstNumbered {
+			continue
+		}
+		if v.Position <= prev {
+			return fmt.Errorf("message %d came after %d", v.Position, prev)
+		}
+		prev = v.Position
+		if prev == last {
+			return nil
+		}
+	}
+}
+
+const firstNumbered = 1000
+
+// A client that stops reading fills its buffers; what push could not write at once
+// (part of a frame, then whole ones) goes to the writer, which finishes the frame
+// before anything else and then writes the latest news. When the client reads
+// again, every frame is whole, they come in order, and the last one pushed arrives.
+func TestPushToAStalledClientKeepsFramesWholeAndInOrder(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	tr.visit("", "")
+	_, cookie := tr.visit("", "application/json")
+	srv := serveRoom(t, tr, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := dialWaiter(ctx, t, tr, srv, cookie)
+	defer c.CloseNow()
+	s := onlySocket(t, tr)
+	if s.raw == nil {
+		t.Fatal("a plain TCP socket has no descriptor for push")
+	}
+
+	// Frames of about 1 KiB: kernel buffers fill after a few thousand.
+	k := firstNumbered
+	for ; ; k++ {
+		pushNumbered(s, k, 1000)
+		s.mu.Lock()
+		handedOver := s.writing
+		s.mu.Unlock()
+		if handedOver { // the buffers are full: the writer has the rest
+			break
+		}
+		if k > firstNumbered+1_000_000 {
+			t.Fatal("a million frames went out to a client that reads nothing")
+		}
+	}
+	last := k + 10
+	for k++; k <= last; k++ {
+		pushNumbered(s, k, 1000) // pending: only the latest will go
+	}
+	if err := readNumbered(ctx, c, last); err != nil {
+		t.Fatalf("after %d frames pushed while the client stalled: %v", last-firstNumbered, err)
+	}
+}
+
+// coder/websocket writes on the same connection (here: pongs to the client's pings)
+// while push writes positions, and no frame is cut by another.
+func TestLibraryFramesAndPushedFramesDoNotInterleave(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	tr.visit("", "")
+	_, cookie := tr.visit("", "application/json")
+	srv := serveRoom(t, tr, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := dialWaiter(ctx, t, tr, srv, cookie)
+	defer c.CloseNow()
+	s := onlySocket(t, tr)
+
+	// Positions go out all the while the pings are answered, then a last one; paced,
+	// so that a pong waits behind a few frames, not behind megabytes of them.
+	const pings, last = 100, 1 << 30
+	read := make(chan error, 1)
+	go func() { read <- readNumbered(ctx, c, last) }()
+	pinged := make(chan error, 1)
+	go func() {
+		for range pings {
+			if err := c.Ping(ctx); err != nil {
+				pinged <- err
+				return
+			}
+		}
+		pinged <- nil
+	}()
+	k := firstNumbered
+	for pinging := true; pinging; k++ {
+		select {
+		case err := <-pinged:
+			if err != nil {
+				select {
+				case rerr := <-read:
+					t.Fatalf("a ping went unanswered (%v); the reader had stopped: %v", err, rerr)
+				default:
+				}
+				t.Fatalf("a ping went unanswered: %v", err)
+			}
+			pinging = false
+		default:
+		}
+		pushNumbered(s, k, 0)
+		if k%16 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	pushNumbered(s, last, 0)
+	if err := <-read; err != nil {
+		t.Fatalf("after %d positions and %d pings: %v", k-firstNumbered, pings, err)
+	}
+}
+
+// Over TLS the bytes on the wire are not the frame's, so push never writes the
+// descriptor: the writer sends through the TLS connection, and the waiter hears.
+func TestSocketOverTLSIsWrittenThroughTheConnection(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	tr.visit("", "")
+	_, cookie := tr.visit("", "application/json")
+	srv := httptest.NewUnstartedServer(serveRoom(t, tr, nil).Config.Handler)
+	srv.StartTLS()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "wss"+strings.TrimPrefix(srv.URL, "https"), &websocket.DialOptions{
+		Subprotocols: []string{subprotocol},
+		HTTPClient:   srv.Client(),
+		HTTPHeader:   map[string][]string{"Cookie": {tr.h.Cookie.Name + "=" + cookie}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	if v := readView(ctx, t, c); v.Type != "position" || v.Position != 1 {
+		t.Fatalf("first message over TLS: %+v", v)
+	}
+	s := onlySocket(t, tr)
+	if s.raw != nil {
+		t.Fatal("a TLS socket would be written around its encryption")
+	}
+	pushNumbered(s, firstNumbered, 0)
+	if err := readNumbered(ctx, c, firstNumbered); err != nil {
+		t.Fatal(err)
+	}
+}
