@@ -1,7 +1,9 @@
 package waitingroom
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -11,6 +13,12 @@ const (
 	// pushEvery is how often the hub recomputes the positions of its waiters (one
 	// Positions call for all of them) and pushes those that changed.
 	pushEvery = 500 * time.Millisecond
+	// resendEvery is how often the hub looks for waiters owed a message because they
+	// heard nothing for a while (see resendAfter): at every round, and once between.
+	// The finer this is, the closer to maxSilence a resend can go, and the fewer
+	// messages an idle line costs: at 100,000 waiters each message a second fewer per
+	// waiter is 100,000 writes a second.
+	resendEvery = pushEvery / 2
 	// maxSilence is the longest a waiter goes without a message, changed or not, so a
 	// page can tell a live connection from a stuck one.
 	maxSilence = 2 * time.Second
@@ -108,16 +116,23 @@ func (hb *hub) closeAll() {
 func (hb *hub) run(ctx context.Context) {
 	cancel := hb.rm.store.Subscribe(hb.admitted)
 	defer cancel()
-	push := time.NewTicker(pushEvery)
-	defer push.Stop()
+	tick := time.NewTicker(resendEvery)
+	defer tick.Stop()
 	heartbeatEvery := min(time.Duration(hb.rm.h.QueueTTL)/3, 10*time.Second)
 	lastHeartbeat := time.Now()
 	var p pushRound
-	for {
+	for n := 1; ; n++ {
 		select {
 		case <-ctx.Done():
 			return
-		case <-push.C:
+		case <-tick.C:
+		}
+		if n%int(pushEvery/resendEvery) != 0 {
+			// Between rounds: the last round's positions, to whoever is owed one.
+			if p.fresh {
+				p.offerAll(ctx, hb, hb.rm.h.clock.Now(), false)
+			}
+			continue
 		}
 		p.collect(hb)
 		if len(p.ids) == 0 {
@@ -135,19 +150,38 @@ func (hb *hub) run(ctx context.Context) {
 // pushRound is the hub loop's scratch space, reused every round so a push to 100k
 // waiters allocates next to nothing.
 type pushRound struct {
+	waiters   []roundWaiter
 	ids       []VisitorID
 	tickets   []uint64
 	positions []int
+	fresh     bool   // positions are the last round's answer for ids
+	frame     []byte // the waiter being offered a position: its message, framed
 }
 
+// roundWaiter is one waiter as a round collects it.
+type roundWaiter struct {
+	ticket uint64
+	id     VisitorID
+}
+
+// collect lists the hub's waiters in line order (by ticket). The order is the same
+// from round to round, so a waiter written to late in one tick is late in the next as
+// well and its silence stays what due allows; the map's own order changes every
+// time, and a long tick would add its length to some waiters' silences. It also
+// puts the head of the line first.
 func (p *pushRound) collect(hb *hub) {
-	p.ids, p.tickets = p.ids[:0], p.tickets[:0]
+	p.waiters, p.fresh = p.waiters[:0], false
 	hb.mu.Lock()
 	for id, ws := range hb.waiters {
-		p.ids = append(p.ids, id)
-		p.tickets = append(p.tickets, ws.ticket)
+		p.waiters = append(p.waiters, roundWaiter{ws.ticket, id})
 	}
 	hb.mu.Unlock()
+	slices.SortFunc(p.waiters, func(a, b roundWaiter) int { return cmp.Compare(a.ticket, b.ticket) })
+	p.ids, p.tickets = p.ids[:0], p.tickets[:0]
+	for _, w := range p.waiters {
+		p.ids = append(p.ids, w.id)
+		p.tickets = append(p.tickets, w.ticket)
+	}
 	if cap(p.positions) < len(p.ids) {
 		p.positions = make([]int, len(p.ids))
 	}
@@ -173,12 +207,20 @@ func (p *pushRound) push(ctx context.Context, hb *hub, now time.Time) {
 		hb.rm.storeError("positions", err)
 		return
 	}
+	p.fresh = true
+	p.offerAll(ctx, hb, now, true)
+}
+
+// offerAll offers every waiter of the round its position (see socket.due). settle
+// says to settle too what became of those no longer queued, which the round's own
+// offers do once; the offers between rounds leave them be.
+func (p *pushRound) offerAll(ctx context.Context, hb *hub, now time.Time, settle bool) {
 	h := hb.rm.h
 	st := hb.rm.stats.Load()
 	pol := h.policyAt(now)
 	rate, rateKnown := h.throughput(pol)
-	// Most rounds owe most waiters nothing (see socket.due), so a waiter's view is
-	// built only when one of its sockets is due, and once for all of them.
+	// Most rounds owe most waiters nothing (see socket.due), so a waiter's view and
+	// its frame are built only when one of its sockets is due, and once for all of them.
 	var (
 		pos int   // the position being offered
 		v   *view // its view, once built
@@ -191,8 +233,9 @@ func (p *pushRound) push(ctx context.Context, hb *hub, now time.Time) {
 			built := h.viewAt(pos, st, rate, rateKnown, pol)
 			built.Type = "position"
 			v = &built
+			p.frame = v.appendFrame(p.frame[:0])
 		}
-		s.post(v)
+		s.push(p.frame, v)
 	}
 	offer := func(id VisitorID, position int) {
 		pos, v = position, nil
@@ -201,6 +244,9 @@ func (p *pushRound) push(ctx context.Context, hb *hub, now time.Time) {
 	for i, id := range p.ids {
 		if pos := p.positions[i]; pos > 0 {
 			offer(id, pos)
+			continue
+		}
+		if !settle {
 			continue
 		}
 		status, err := hb.rm.store.Status(ctx, id, now)

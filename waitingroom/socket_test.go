@@ -20,11 +20,11 @@ import (
 )
 
 // A waiter whose position does not move still hears from the room at least every
-// maxSilence (the README's "at least every 2 s"), although positions go out only at
-// push rounds and rounds fire a little early or late: here up to a quarter round
-// either way, over 2,000 rounds. And the room does not chatter: an unchanged position
-// goes out at most once per maxSilence − pushEvery, whatever else changes (the people
-// waiting and the ETA ride along; see due).
+// maxSilence (the README's "at least every 2 s"), although messages go out only at
+// the hub's ticks and ticks fire a little early or late: here up to a quarter tick
+// either way, over 4,000 ticks. And the room does not chatter: an unchanged position
+// goes out at most once per maxSilence − resendEvery, whatever else changes (the
+// people waiting and the ETA ride along; see due).
 func TestUnchangedPositionIsResentWithinMaxSilence(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	var s socket
@@ -35,23 +35,27 @@ func TestUnchangedPositionIsResentWithinMaxSilence(t *testing.T) {
 		t.Fatal("a new socket's first position was not due")
 	}
 	sent := 1
-	const rounds = 2000
-	for k := 1; k <= rounds; k++ {
-		jitter := time.Duration(rng.Int64N(int64(pushEvery/2))) - pushEvery/4
-		now := start.Add(time.Duration(k)*pushEvery + jitter)
+	const ticks = 4000
+	for k := 1; k <= ticks; k++ {
+		jitter := time.Duration(rng.Int64N(int64(resendEvery/2))) - resendEvery/4
+		now := start.Add(time.Duration(k)*resendEvery + jitter)
 		if !s.due(position, now) {
 			continue
 		}
 		if gap := now.Sub(last); gap > maxSilence {
-			t.Fatalf("round %d: the waiter heard nothing for %v (promised: at most %v)", k, gap, maxSilence)
-		} else if gap < maxSilence-pushEvery-pushEvery/2 {
-			t.Fatalf("round %d: an unchanged position went out again after only %v", k, gap)
+			t.Fatalf("tick %d: the waiter heard nothing for %v (promised: at most %v)", k, gap, maxSilence)
+		} else if gap < maxSilence-resendEvery-resendEvery/2 {
+			t.Fatalf("tick %d: an unchanged position went out again after only %v", k, gap)
 		}
 		last = now
 		sent++
 	}
-	if most := rounds*int(pushEvery)/int(maxSilence-pushEvery-pushEvery/2) + 1; sent > most {
-		t.Fatalf("%d messages over %d rounds of an unchanged position; at most %d expected", sent, rounds, most)
+	if most := ticks*int(resendEvery)/int(maxSilence-resendEvery-resendEvery/2) + 1; sent > most {
+		t.Fatalf("%d messages over %d ticks of an unchanged position; at most %d expected", sent, ticks, most)
+	}
+	// On time, the silence is exactly maxSilence − resendEvery: no message is spent early.
+	if least := ticks*int(resendEvery)/int(maxSilence-resendEvery) - 1; sent < least {
+		t.Fatalf("%d messages over %d ticks; an on-time resend makes about %d", sent, ticks, least)
 	}
 
 	// A change goes out at the next round, however recent the last message.
