@@ -108,7 +108,7 @@ func closeProbes(probes []*probe) {
 
 // listen reads positions until the probe hears "admitted" or its socket ends.
 func (p *probe) listen() {
-	buf := make([]byte, maxServerMessage)
+	buf := make([]byte, 2*maxServerMessage)
 	for {
 		kind, err := p.conn.next(buf)
 		if err != nil {

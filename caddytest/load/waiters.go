@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,7 +24,7 @@ import (
 // ~17,000 connections do not run out of ephemeral ports, whoever else dials 127.0.0.1.
 func init() { clientModes["waiters"] = waitersMain }
 
-// A heldWaiter is one waiter's socket as its reader goroutine sees it.
+// A heldWaiter is what one waiter's socket heard, as its reader notes it.
 type heldWaiter struct {
 	mu       sync.Mutex
 	last     time.Duration // arrival of the last message, since the process started
@@ -40,6 +41,7 @@ type waiterSet struct {
 	path        string
 	concurrency int
 	start       time.Time // arrival times count from here (monotonic)
+	listen      func(*heldWaiter, *waiterConn) error
 
 	mu          sync.Mutex
 	waiters     []*heldWaiter
@@ -90,6 +92,10 @@ func waitersMain(args []string) int {
 		concurrency: *concurrency,
 		start:       time.Now(),
 	}
+	if err := s.startListening(); err != nil {
+		fmt.Fprintln(os.Stderr, "waiters:", err)
+		return 1
+	}
 	return steerCommands(func(command string) (any, error) {
 		verb, arg, _ := strings.Cut(command, " ")
 		switch verb {
@@ -124,6 +130,10 @@ func (s *waiterSet) grow(n int) growAnswer {
 			defer wg.Done()
 			for i := range next {
 				c, err := joinAndWait(s.dialer, s.addrs[i%len(s.addrs)], s.path)
+				w := &heldWaiter{last: time.Since(s.start)}
+				if err == nil {
+					err = s.listen(w, c)
+				}
 				s.mu.Lock()
 				if err != nil {
 					s.failed++
@@ -133,10 +143,8 @@ func (s *waiterSet) grow(n int) growAnswer {
 					s.mu.Unlock()
 					continue
 				}
-				w := &heldWaiter{last: time.Since(s.start)}
 				s.waiters = append(s.waiters, w)
 				s.mu.Unlock()
-				go s.hold(w, c)
 			}
 		}()
 	}
@@ -150,25 +158,21 @@ func (s *waiterSet) grow(n int) growAnswer {
 	return growAnswer{Connected: len(s.waiters), Failed: s.failed, FirstError: s.firstError, Seconds: time.Since(began).Seconds()}
 }
 
-// hold reads one waiter's socket until it ends, noting when each message arrives.
-func (s *waiterSet) hold(w *heldWaiter, c *waiterConn) {
-	defer c.Close()
-	buf := make([]byte, maxServerMessage)
-	for {
-		kind, err := c.next(buf)
-		now := time.Since(s.start)
-		w.mu.Lock()
-		if err != nil {
-			w.ended = true
-			w.mu.Unlock()
-			return
-		}
-		w.maxGap = max(w.maxGap, now-w.last)
-		w.last = now
-		w.messages++
-		w.admitted = w.admitted || kind == msgAdmitted
-		w.mu.Unlock()
-	}
+// heard notes a message of kind that arrived at now (since the set's start).
+func (w *heldWaiter) heard(now time.Duration, kind string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.maxGap = max(w.maxGap, now-w.last)
+	w.last = now
+	w.messages++
+	w.admitted = w.admitted || kind == msgAdmitted
+}
+
+// end notes that the socket ended.
+func (w *heldWaiter) end() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ended = true
 }
 
 // mark starts a window: silences are measured from here on (a silence that began

@@ -26,11 +26,15 @@ import (
 // client per socket would cost more memory than the server's side we are measuring,
 // and a client process must hold ~17,000 of them. It reads what the waiting room
 // sends (unmasked text frames, one frame per message, and control frames) and masks
-// everything it writes (pongs and its close reply), as a client must.
+// everything it writes (pongs and its close reply), as a client must. Its frames are
+// parsed from bytes already read (take), so the same parser serves a goroutine
+// reading one socket (next) and a loop reading thousands (epoll_linux.go).
 type waiterConn struct {
 	c      net.Conn
-	br     *bufio.Reader
-	cookie string // the Cookie header the join earned (the room's cookie)
+	br     *bufio.Reader // the handshake's; after it, its leftovers move to in
+	in     []byte        // read and not yet parsed: the start of a frame, most often nothing
+	out    io.Writer     // where pongs and the close reply go
+	cookie string        // the Cookie header the join earned (the room's cookie)
 }
 
 // subprotocol is the waiting page's WebSocket subprotocol (see the README).
@@ -53,11 +57,17 @@ func joinAndWait(d *net.Dialer, addr, path string) (*waiterConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &waiterConn{c: c, br: bufio.NewReaderSize(c, 1024)}
+	w := &waiterConn{c: c, br: bufio.NewReaderSize(c, 1024), out: c}
 	if err := w.handshake(addr, path); err != nil {
 		c.Close()
 		return nil, err
 	}
+	// The first position may have come with the upgrade's answer.
+	if n := w.br.Buffered(); n > 0 {
+		early, _ := w.br.Peek(n)
+		w.in = bytes.Clone(early)
+	}
+	w.br = nil
 	return w, nil
 }
 
@@ -128,66 +138,114 @@ const (
 	msgAdmitted = "admitted"
 )
 
-// next reads the next message and returns its "type". buf holds the payload (it must
-// have room for maxServerMessage bytes). Pings are answered on the way; a close frame
-// is answered and returned as a closeError.
+// next reads the next message and returns its "type". buf is where it reads into (at
+// least 2 × maxServerMessage bytes). Pings are answered on the way; a close frame is
+// answered and returned as a closeError.
 func (w *waiterConn) next(buf []byte) (kind string, err error) {
 	for {
-		var hdr [2]byte
-		if _, err := io.ReadFull(w.br, hdr[:]); err != nil {
+		kind, ok, err := w.take()
+		if err != nil || ok {
+			return kind, err
+		}
+		if err := w.receive(buf, w.c.Read); err != nil {
 			return "", err
 		}
-		fin, op := hdr[0]&0x80 != 0, hdr[0]&0x0f
-		if hdr[0]&0x70 != 0 {
-			return "", errors.New("frame with reserved bits set (no extension was negotiated)")
+	}
+}
+
+// receive reads once through read into buf, after what w.in holds, and leaves w.in
+// holding both: it is buf's until keep. buf must hold a frame's start and then some.
+func (w *waiterConn) receive(buf []byte, read func([]byte) (int, error)) error {
+	n := copy(buf, w.in)
+	m, err := read(buf[n:])
+	if m > 0 {
+		w.in = buf[:n+m]
+		return nil
+	}
+	w.in = buf[:n]
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
+// keep copies out the start of a frame that receive left in a shared buffer.
+func (w *waiterConn) keep() {
+	if len(w.in) == 0 {
+		w.in = nil
+		return
+	}
+	w.in = bytes.Clone(w.in)
+}
+
+// take parses frames off the front of w.in until it finds a message, whose type it
+// returns with ok; ok is false when w.in holds no whole message. Pings are answered;
+// a close frame is answered and returned as a closeError.
+func (w *waiterConn) take() (kind string, ok bool, err error) {
+	for {
+		op, fin, payload, n, err := parseFrame(w.in)
+		if err != nil || n == 0 {
+			return "", false, err
 		}
-		if hdr[1]&0x80 != 0 {
-			return "", errors.New("masked frame from the server")
-		}
-		n := uint64(hdr[1] & 0x7f)
-		switch n {
-		case 126:
-			var ext [2]byte
-			if _, err := io.ReadFull(w.br, ext[:]); err != nil {
-				return "", err
-			}
-			n = uint64(binary.BigEndian.Uint16(ext[:]))
-		case 127:
-			var ext [8]byte
-			if _, err := io.ReadFull(w.br, ext[:]); err != nil {
-				return "", err
-			}
-			n = binary.BigEndian.Uint64(ext[:])
-		}
-		if n > maxServerMessage || n > uint64(len(buf)) {
-			return "", fmt.Errorf("frame of %d bytes", n)
-		}
-		payload := buf[:n]
-		if _, err := io.ReadFull(w.br, payload); err != nil {
-			return "", err
-		}
+		w.in = w.in[n:]
 		switch op {
 		case 0x1: // text
 			if !fin {
-				return "", errors.New("fragmented message (the room writes each message in one frame)")
+				return "", false, errors.New("fragmented message (the room writes each message in one frame)")
 			}
-			return messageType(payload)
+			kind, err := messageType(payload)
+			return kind, err == nil, err
 		case 0x8: // close: answer with the same code, as the protocol asks
 			code := 1005 // no status received
 			if len(payload) >= 2 {
 				code = int(binary.BigEndian.Uint16(payload))
 			}
 			_ = w.write(0x8, payload[:min(len(payload), 2)])
-			return "", closeError{code}
+			return "", false, closeError{code}
 		case 0x9: // ping
 			if err := w.write(0xA, payload); err != nil {
-				return "", err
+				return "", false, err
 			}
 		case 0xA: // pong: nothing asked for one
 		default:
-			return "", fmt.Errorf("unexpected frame opcode %d", op)
+			return "", false, fmt.Errorf("unexpected frame opcode %d", op)
 		}
 	}
+}
+
+// parseFrame parses the server frame at the start of b; n is 0 while b holds only part
+// of it.
+func parseFrame(b []byte) (op byte, fin bool, payload []byte, n int, err error) {
+	if len(b) < 2 {
+		return 0, false, nil, 0, nil
+	}
+	fin, op = b[0]&0x80 != 0, b[0]&0x0f
+	if b[0]&0x70 != 0 {
+		return 0, false, nil, 0, errors.New("frame with reserved bits set (no extension was negotiated)")
+	}
+	if b[1]&0x80 != 0 {
+		return 0, false, nil, 0, errors.New("masked frame from the server")
+	}
+	size, head := uint64(b[1]&0x7f), 2
+	switch size {
+	case 126:
+		if len(b) < 4 {
+			return 0, false, nil, 0, nil
+		}
+		size, head = uint64(binary.BigEndian.Uint16(b[2:])), 4
+	case 127:
+		if len(b) < 10 {
+			return 0, false, nil, 0, nil
+		}
+		size, head = binary.BigEndian.Uint64(b[2:]), 10
+	}
+	if size > maxServerMessage {
+		return 0, false, nil, 0, fmt.Errorf("frame of %d bytes", size)
+	}
+	if len(b) < head+int(size) {
+		return 0, false, nil, 0, nil
+	}
+	return op, fin, b[head : head+int(size)], head + int(size), nil
 }
 
 // messageType reads the "type" of a server message without decoding the rest: the
@@ -219,7 +277,7 @@ func (w *waiterConn) write(op byte, payload []byte) error {
 	for i, b := range payload {
 		frame[6+i] = b ^ frame[2+i%4]
 	}
-	_, err := w.c.Write(frame)
+	_, err := w.out.Write(frame)
 	return err
 }
 

@@ -1,0 +1,29 @@
+//go:build !linux
+
+package main
+
+import "time"
+
+// startListening gives every socket a reader goroutine of its own: elsewhere than
+// Linux there is no epoll loop (epoll_linux.go), and the client spends more per message.
+func (s *waiterSet) startListening() error {
+	s.listen = func(w *heldWaiter, c *waiterConn) error {
+		go s.hold(w, c)
+		return nil
+	}
+	return nil
+}
+
+// hold reads one waiter's socket until it ends, noting when each message arrives.
+func (s *waiterSet) hold(w *heldWaiter, c *waiterConn) {
+	defer c.Close()
+	buf := make([]byte, 2*maxServerMessage)
+	for {
+		kind, err := c.next(buf)
+		if err != nil {
+			w.end()
+			return
+		}
+		w.heard(time.Since(s.start), kind)
+	}
+}
