@@ -30,8 +30,17 @@ import (
 // block, so a hole costs four bytes on the wire. The last segment's run is the end of
 // the stream.
 type deflated struct {
-	runs []byte
-	ends []int
+	runs   []byte
+	ends   []int
+	shifts []*crcShift // segment i's effect on the checksum (crc.go); nil when short
+}
+
+// crc is crc32.Update(c, crc32.IEEETable, seg) for seg, static segment i.
+func (z *deflated) crc(c uint32, i int, seg []byte) uint32 {
+	if s := z.shifts[i]; s != nil {
+		return s.update(c)
+	}
+	return crc32.Update(c, crc32.IEEETable, seg)
 }
 
 // syncTail is the LEN and NLEN of the empty stored block a sync flush ends with.
@@ -85,6 +94,11 @@ func (f *frame) deflate() (*deflated, error) {
 		}
 		z.runs = append(z.runs, b...)
 		z.ends = append(z.ends, len(z.runs))
+		var shift *crcShift
+		if end-at >= crcShiftMin {
+			shift = newCRCShift(f.static[at:end])
+		}
+		z.shifts = append(z.shifts, shift)
 		at = end
 	}
 	return z, nil
@@ -104,7 +118,7 @@ func (f *frame) appendGzip(dst []byte, d *PageData) ([]byte, bool) {
 	for i, h := range f.holes {
 		dst = append(dst, z.runs[runAt:z.ends[i]]...)
 		runAt = z.ends[i]
-		crc = crc32.Update(crc, crc32.IEEETable, f.static[at:f.cuts[i]])
+		crc = z.crc(crc, i, f.static[at:f.cuts[i]])
 		at = f.cuts[i]
 
 		lenAt := len(dst)
@@ -119,7 +133,7 @@ func (f *frame) appendGzip(dst []byte, d *PageData) ([]byte, bool) {
 		size += n
 	}
 	dst = append(dst, z.runs[runAt:]...)
-	crc = crc32.Update(crc, crc32.IEEETable, f.static[at:])
+	crc = z.crc(crc, len(f.holes), f.static[at:])
 	dst = binary.LittleEndian.AppendUint32(dst, crc)
 	return binary.LittleEndian.AppendUint32(dst, uint32(size)), true
 }
