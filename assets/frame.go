@@ -23,7 +23,8 @@ type frame struct {
 	cuts   []int // hole i goes after static[:cuts[i]]
 	holes  []hole
 	eta    etaTexts
-	direct bool // this page cannot be spliced: execute the template
+	gz     *deflated // the static bytes compressed (gzip.go); nil if that failed
+	direct bool      // this page cannot be spliced: execute the template
 }
 
 // directFrame stands in the cache for a key whose page must be executed each time,
@@ -60,10 +61,24 @@ func (l *layout) buildFrame(d *PageData) *frame {
 	}
 	f.static = append(f.static, out[at:]...)
 
-	for _, check := range checkData(d) {
+	checks := checkData(d)
+	for _, check := range checks {
 		want, err := l.execute(nil, &check)
 		if err != nil || !bytes.Equal(f.appendTo(nil, &check), want) {
 			return directFrame
+		}
+	}
+	// The same for the gzip twin, though nothing of the template's is left to go
+	// wrong in it: a twin that does not inflate to the page is dropped, and the page
+	// goes out uncompressed.
+	if z, err := f.deflate(); err == nil {
+		f.gz = z
+		for _, check := range checks {
+			gz, ok := f.appendGzip(nil, &check)
+			if !ok || !gunzips(gz, f.appendTo(nil, &check)) {
+				f.gz = nil
+				break
+			}
 		}
 	}
 	return f

@@ -101,6 +101,19 @@ func (p *Page) Render(dst []byte, data *PageData) ([]byte, error) {
 	return p.layout.execute(dst, data)
 }
 
+// RenderGzip appends the page for data to dst as a gzip member, which inflates to what
+// Render writes, and reports whether it did. Only spliced renders are compressed, from
+// bytes compressed once (gzip.go); for any other it returns dst as it came and false,
+// and the page goes out as Render writes it: compressing it per request would cost
+// more than the bytes it saves.
+func (p *Page) RenderGzip(dst []byte, data *PageData) ([]byte, bool) {
+	f := p.frameFor(data)
+	if f == nil || f.gz == nil {
+		return dst, false
+	}
+	return f.appendGzip(dst, data)
+}
+
 // frameFor returns the frame that renders data, building it on first use, or nil
 // when data must go through the template.
 func (p *Page) frameFor(data *PageData) *frame {

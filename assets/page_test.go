@@ -81,7 +81,7 @@ func eachPage(thin bool, fn func(PageData)) {
 }
 
 // The embedded page is spliced for every waiter, and the splice writes exactly what
-// the template does.
+// the template does, as it is and gzipped.
 func TestEmbeddedPageIsSplicedExactly(t *testing.T) {
 	p := EmbeddedPage()
 	if err := p.Unspliced(); err != nil {
@@ -92,8 +92,17 @@ func TestEmbeddedPageIsSplicedExactly(t *testing.T) {
 		if p.frameFor(&d) == nil {
 			t.Fatalf("no frame for %s/%s/%s room %q", d.Lang, d.State, d.Mode, d.Room)
 		}
-		if got, want := renderPage(t, p, d), direct(t, DefaultTemplate(), d); got != want {
+		want := direct(t, DefaultTemplate(), d)
+		if got := renderPage(t, p, d); got != want {
 			t.Fatalf("%s/%s/%s room %q position %d: the splice differs from the template at byte %d:\n%s",
+				d.Lang, d.State, d.Mode, d.Room, d.Position, firstDifference(got, want), diffContext(got, want))
+		}
+		gz, ok := p.RenderGzip(nil, &d)
+		if !ok {
+			t.Fatalf("no gzip page for %s/%s/%s room %q", d.Lang, d.State, d.Mode, d.Room)
+		}
+		if got := string(inflate(t, gz)); got != want {
+			t.Fatalf("%s/%s/%s room %q position %d: the gzip page inflates to another page at byte %d:\n%s",
 				d.Lang, d.State, d.Mode, d.Room, d.Position, firstDifference(got, want), diffContext(got, want))
 		}
 		n++
@@ -118,7 +127,8 @@ func diffContext(got, want string) string {
 
 // An operator's template is spliced when all it does with the volatile fields is
 // print them; one that decides on them, or prints them where a splice cannot follow
-// the escaping, is executed for every waiter. Both write what the template writes.
+// the escaping, is executed for every waiter (and never compressed). Both write what
+// the template writes.
 func TestOperatorPages(t *testing.T) {
 	tests := []struct {
 		name, text string
@@ -159,9 +169,15 @@ func TestOperatorPages(t *testing.T) {
 				if tt.spliced && p.frameFor(&d) == nil {
 					t.Fatalf("no frame for %s/%s room %q", d.Lang, d.State, d.Room)
 				}
-				if got, want := renderPage(t, p, d), direct(t, p.Template(), d); got != want {
+				want := direct(t, p.Template(), d)
+				if got := renderPage(t, p, d); got != want {
 					t.Fatalf("%s/%s room %q position %d: the page differs from the template at byte %d:\n%s",
 						d.Lang, d.State, d.Room, d.Position, firstDifference(got, want), diffContext(got, want))
+				}
+				// Only a spliced page is sent gzipped, and it inflates to the same page.
+				gz, ok := p.RenderGzip(nil, &d)
+				if ok != tt.spliced || ok && string(inflate(t, gz)) != want {
+					t.Fatalf("%s/%s room %q: gzip page %v (spliced %v), or it inflates to another page", d.Lang, d.State, d.Room, ok, tt.spliced)
 				}
 			})
 		})

@@ -144,10 +144,14 @@ func benchRequests(b *testing.B, serve func(http.ResponseWriter, *http.Request),
 }
 
 func benchRequestsAccepting(b *testing.B, serve func(http.ResponseWriter, *http.Request), cookie, accept string) {
+	benchRequestsWith(b, serve, cookie, http.Header{"Accept": {accept}})
+}
+
+func benchRequestsWith(b *testing.B, serve func(http.ResponseWriter, *http.Request), cookie string, header http.Header) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		r := httptest.NewRequest(http.MethodGet, "http://shop.example/tickets", nil)
-		r.Header.Set("Accept", accept)
+		r.Header = header.Clone()
 		if cookie != "" {
 			r.Header.Set("Cookie", "session=abc; theme=dark; "+cookie)
 		}
@@ -165,6 +169,16 @@ func BenchmarkChainNewVisitorQueued(b *testing.B) {
 	tr.visit("", "")
 	next := okHandler()
 	benchRequests(b, func(w http.ResponseWriter, r *http.Request) { _ = tr.h.ServeHTTP(w, r, next) }, "")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "visitors/s")
+}
+
+func BenchmarkChainNewVisitorQueuedGzip(b *testing.B) {
+	// As ChainNewVisitorQueued, asking as a browser does: the page goes out gzipped.
+	tr := newBenchRoom(b, 1)
+	tr.visit("", "")
+	next := okHandler()
+	header := http.Header{"Accept": {"text/html"}, "Accept-Encoding": {"gzip, deflate, br, zstd"}}
+	benchRequestsWith(b, func(w http.ResponseWriter, r *http.Request) { _ = tr.h.ServeHTTP(w, r, next) }, "", header)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "visitors/s")
 }
 

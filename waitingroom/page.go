@@ -3,6 +3,7 @@ package waitingroom
 import (
 	"crypto/rand"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"go.uber.org/zap"
@@ -11,7 +12,10 @@ import (
 )
 
 // writePage renders the waiting page. It renders into a buffer first so that a broken
-// operator template falls back to the embedded page instead of a half-written one.
+// operator template falls back to the embedded page instead of a half-written one, and
+// so that the page goes out with its length rather than chunked. A client that takes
+// gzip (every browser does) gets the page compressed, from bytes compressed once (see
+// assets.Page.RenderGzip); a page that cannot be spliced goes out as it is.
 func (h *Handler) writePage(w http.ResponseWriter, r *http.Request, code int, v view) error {
 	lang := h.Lang
 	if lang == "" {
@@ -25,20 +29,39 @@ func (h *Handler) writePage(w http.ResponseWriter, r *http.Request, code int, v 
 			pageBuffers.Put(buf)
 		}
 	}()
-	body, err := h.renderPage((*buf)[:0], &data)
+	var body []byte
+	var err error
+	gzipped := false
+	if acceptsGzip(r.Header["Accept-Encoding"]) {
+		body, gzipped = h.page.RenderGzip((*buf)[:0], &data)
+	}
+	if !gzipped {
+		body, err = h.renderPage((*buf)[:0], &data)
+	}
 	*buf = body
 	if err != nil {
 		return err
 	}
-	fields := pageFields(csp)
-	setHeader(w.Header(), fields[:]...)
+	page := pageFields(csp)
+	fields := [...]headerField{page[0], page[1], page[2],
+		{"Content-Length", strconv.Itoa(len(body))},
+		// Added to what the site varies on; the page is chosen by all three even when
+		// it cannot be compressed, and the room's JSON is never compressed.
+		{"Vary", "Accept, Accept-Language, Accept-Encoding"},
+		{"Content-Encoding", "gzip"}, // last: only when gzipped
+	}
+	n := len(fields)
+	if !gzipped {
+		n--
+	}
+	setHeader(w.Header(), fields[:n]...)
 	w.WriteHeader(code)
 	_, err = w.Write(body)
 	return err
 }
 
-// pageBuffers hold rendered pages until they are written: a page is ~12 KB, and a
-// surge renders one per queued visitor.
+// pageBuffers hold rendered pages until they are written: a page is ~11 KB (~5 KB
+// gzipped), and a surge renders one per queued visitor.
 var pageBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
 
 // maxPooledPage keeps an operator's huge page from pinning its buffer in the pool.

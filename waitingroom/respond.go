@@ -106,16 +106,17 @@ func (h *Handler) serveRejected(w http.ResponseWriter, r *http.Request, p policy
 }
 
 func (h *Handler) respond(w http.ResponseWriter, r *http.Request, code int, v view) error {
+	// Each answer adds what it varies on: the page on Accept-Encoding too (writePage).
 	setHeader(w.Header(),
 		headerField{"Cache-Control", "no-store"},
 		headerField{"Retry-After", strconv.Itoa(v.RefreshSeconds)},
 		headerField{"X-Content-Type-Options", "nosniff"},
-		headerField{"Referrer-Policy", "no-referrer"},
-		headerField{"Vary", "Accept, Accept-Language"})
+		headerField{"Referrer-Policy", "no-referrer"})
 	if prefersJSON(r.Header.Get("Accept")) {
 		setHeader(w.Header(),
 			headerField{"Content-Type", "application/json"},
-			headerField{"Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"}) // data, never a document
+			headerField{"Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"}, // data, never a document
+			headerField{"Vary", "Accept, Accept-Language"})
 		w.WriteHeader(code)
 		var buf [256]byte
 		_, err := w.Write(append(v.appendJSON(buf[:0]), '\n')) // as json.Encoder writes it

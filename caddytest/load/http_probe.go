@@ -48,7 +48,9 @@ func (b *httpBench) probe(ctx context.Context) error {
 		case "new":
 			ok = body == "ok" && cookie == "waiting_room_new"
 		case "queued":
-			ok = strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") && cookie == "waiting_room_queued"
+			// Gzipped, as a browser gets it (get leaves the body as it came).
+			ok = strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") && cookie == "waiting_room_queued" &&
+				resp.Header.Get("Content-Encoding") == "gzip" && strings.HasPrefix(body, "\x1f\x8b")
 		case "queued JSON":
 			ok = strings.Contains(body, `"status":"queued"`) && cookie == "waiting_room_queued"
 		}
