@@ -2,7 +2,13 @@
 
 package main
 
-import "time"
+import (
+	"syscall"
+	"time"
+)
+
+// lateBind does nothing elsewhere than Linux (see listen_linux.go).
+func lateBind(_, _ string, _ syscall.RawConn) error { return nil }
 
 // startListening gives every socket a reader goroutine of its own: elsewhere than
 // Linux there is no epoll loop (epoll_linux.go), and the client spends more per message.

@@ -88,7 +88,7 @@ func joinProbes(addrs []string, n int) ([]*probe, error) {
 	d := &net.Dialer{Timeout: handshakeTimeout}
 	for i := range n {
 		at := (i + 1) % len(addrs)
-		c, err := joinAndWait(d, addrs[at], roomPath)
+		c, err := joinAndWait(d, addrs[at], roomPath, "")
 		if err != nil {
 			closeProbes(probes)
 			return nil, fmt.Errorf("probe %d: %w", i, err)

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net"
 	"os"
 	"slices"
@@ -45,6 +47,7 @@ type waiterSet struct {
 
 	mu          sync.Mutex
 	waiters     []*heldWaiter
+	retried     int // WebSocket upgrades tried again, as the page would
 	failed      int
 	firstError  string
 	windowStart time.Duration
@@ -53,6 +56,7 @@ type waiterSet struct {
 // growAnswer is the answer to "grow".
 type growAnswer struct {
 	Connected  int     `json:"connected"`
+	Retried    int     `json:"retried"`
 	Failed     int     `json:"failed"`
 	FirstError string  `json:"first_error,omitempty"`
 	Seconds    float64 `json:"seconds"`
@@ -86,7 +90,7 @@ func waitersMain(args []string) int {
 		return 2
 	}
 	s := &waiterSet{
-		dialer:      &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(*source)}, Timeout: handshakeTimeout},
+		dialer:      &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(*source)}, Timeout: handshakeTimeout, Control: lateBind},
 		addrs:       strings.Split(*addrs, ","),
 		path:        *path,
 		concurrency: *concurrency,
@@ -129,12 +133,13 @@ func (s *waiterSet) grow(n int) growAnswer {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				c, err := joinAndWait(s.dialer, s.addrs[i%len(s.addrs)], s.path)
+				c, retried, err := s.join(s.addrs[i%len(s.addrs)])
 				w := &heldWaiter{last: time.Since(s.start)}
 				if err == nil {
 					err = s.listen(w, c)
 				}
 				s.mu.Lock()
+				s.retried += retried
 				if err != nil {
 					s.failed++
 					if s.firstError == "" {
@@ -155,7 +160,30 @@ func (s *waiterSet) grow(n int) growAnswer {
 	wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return growAnswer{Connected: len(s.waiters), Failed: s.failed, FirstError: s.firstError, Seconds: time.Since(began).Seconds()}
+	return growAnswer{Connected: len(s.waiters), Retried: s.retried, Failed: s.failed, FirstError: s.firstError,
+		Seconds: time.Since(began).Seconds()}
+}
+
+// Retrying a WebSocket the server did not open, as the waiting page does: its first
+// retry comes 2.5 to 5 s later, and a waiter whose socket fails again keeps trying.
+const (
+	upgradeRetries    = 3
+	upgradeRetryDelay = 2500 * time.Millisecond
+)
+
+// join joins at addr and opens the waiting WebSocket. When the server queues the
+// visitor but does not open its socket (on a saturated machine a store call can time
+// out, and the room then does what its failure mode says), it comes back with its
+// cookie and tries again, as the page would: the place is kept, and a figure counts
+// the retries.
+func (s *waiterSet) join(addr string) (c *waiterConn, retried int, err error) {
+	c, err = joinAndWait(s.dialer, addr, s.path, "")
+	var refused *upgradeError
+	for ; errors.As(err, &refused) && retried < upgradeRetries; retried++ {
+		time.Sleep(upgradeRetryDelay + rand.N(upgradeRetryDelay))
+		c, err = joinAndWait(s.dialer, addr, s.path, refused.cookie)
+	}
+	return c, retried, err
 }
 
 // heard notes a message of kind that arrived at now (since the set's start).

@@ -201,8 +201,8 @@ func (f *wsFleet) grow(ctx context.Context, pop int, g *growth) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "   %d of %d waiters connected (%d failed%s); cores used: %s\n",
-		g.connected, pop, g.failed, g.firstError, formatCores(cores))
+	fmt.Fprintf(os.Stderr, "   %d of %d waiters connected (%d upgrades retried, %d failed%s); cores used: %s\n",
+		g.connected, pop, g.retried, g.failed, g.firstError, formatCores(cores))
 	return nil
 }
 
@@ -248,16 +248,18 @@ func share(n, clients, k int) int {
 // growth sums the clients' answers to grow.
 type growth struct {
 	connected, failed int
+	retried           int // upgrades tried again (see waiterSet.join)
 	firstError        string
 	took              time.Duration // time spent growing, the slowest client's each step
 }
 
 func (g *growth) add(answers []growAnswer) {
-	g.connected, g.failed = 0, 0
+	g.connected, g.failed, g.retried = 0, 0, 0
 	var slowest float64
 	for _, a := range answers {
 		g.connected += a.Connected
 		g.failed += a.Failed
+		g.retried += a.Retried
 		if a.FirstError != "" && g.firstError == "" {
 			g.firstError = ": " + a.FirstError
 		}

@@ -51,13 +51,14 @@ var errNotQueued = errors.New("the join was not queued")
 
 // joinAndWait joins the room at path on addr (host:port) from d's source address and
 // opens the waiting WebSocket on the same connection. It returns once the upgrade is
-// accepted; the first position is the first message read.
-func joinAndWait(d *net.Dialer, addr, path string) (*waiterConn, error) {
+// accepted; the first position is the first message read. cookie, when not empty, is
+// the room's cookie of an earlier join: the visitor comes back to its place.
+func joinAndWait(d *net.Dialer, addr, path, cookie string) (*waiterConn, error) {
 	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	w := &waiterConn{c: c, br: bufio.NewReaderSize(c, 1024), out: c}
+	w := &waiterConn{c: c, br: bufio.NewReaderSize(c, 1024), out: c, cookie: cookie}
 	if err := w.handshake(addr, path); err != nil {
 		c.Close()
 		return nil, err
@@ -75,7 +76,11 @@ func (w *waiterConn) handshake(addr, path string) error {
 	if err := w.c.SetDeadline(time.Now().Add(handshakeTimeout)); err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintf(w.c, "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n\r\n", path, addr); err != nil {
+	join := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n", path, addr)
+	if w.cookie != "" {
+		join += "Cookie: " + w.cookie + "\r\n"
+	}
+	if _, err := io.WriteString(w.c, join+"\r\n"); err != nil {
 		return err
 	}
 	resp, err := http.ReadResponse(w.br, nil)
@@ -95,10 +100,12 @@ func (w *waiterConn) handshake(addr, path string) error {
 	for _, ck := range resp.Cookies() {
 		cookies = append(cookies, ck.Name+"="+ck.Value)
 	}
-	if len(cookies) == 0 {
+	switch {
+	case len(cookies) > 0:
+		w.cookie = strings.Join(cookies, "; ")
+	case w.cookie == "":
 		return errors.New("joining: no cookie in the answer")
 	}
-	w.cookie = strings.Join(cookies, "; ")
 
 	key := make([]byte, 16)
 	rand.Read(key)
@@ -115,7 +122,7 @@ func (w *waiterConn) handshake(addr, path string) error {
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxServerMessage))
 		resp.Body.Close()
-		return fmt.Errorf("upgrading: status %d %q", resp.StatusCode, body)
+		return &upgradeError{cookie: w.cookie, status: resp.StatusCode, body: body}
 	}
 	sum := sha1.Sum([]byte(encodedKey + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
 	if got := resp.Header.Get("Sec-WebSocket-Accept"); got != base64.StdEncoding.EncodeToString(sum[:]) {
@@ -125,6 +132,18 @@ func (w *waiterConn) handshake(addr, path string) error {
 		return fmt.Errorf("upgrading: subprotocol %q", got)
 	}
 	return w.c.SetDeadline(time.Time{})
+}
+
+// An upgradeError is a waiting WebSocket the server did not open for a visitor it had
+// queued: the page then polls and tries again a few seconds later, with its cookie.
+type upgradeError struct {
+	cookie string
+	status int
+	body   []byte
+}
+
+func (e *upgradeError) Error() string {
+	return fmt.Sprintf("upgrading: status %d %q", e.status, e.body)
 }
 
 // A closeError is the server's close frame: the socket ended by the server's choice.

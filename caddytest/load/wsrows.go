@@ -11,6 +11,9 @@ import (
 func wsRows(o options, plan wsPlan, g growth, windows []idleWindow, before, after fleetState, sockets int) []row {
 	requested := plan.populations[len(plan.populations)-1]
 	held := fmt.Sprintf("%d of %d", g.connected, requested)
+	if g.retried > 0 {
+		held += fmt.Sprintf(" (%d WebSocket upgrades refused and retried, as the page does)", g.retried)
+	}
 	if g.failed > 0 {
 		held += fmt.Sprintf(" (%d failed, first%s)", g.failed, g.firstError)
 	}
