@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -121,6 +122,8 @@ func (hb *hub) run(ctx context.Context) {
 	heartbeatEvery := min(time.Duration(hb.rm.h.QueueTTL)/3, 10*time.Second)
 	lastHeartbeat := time.Now()
 	var p pushRound
+	var beat heartbeat
+	defer beat.wait()
 	for n := 1; ; n++ {
 		select {
 		case <-ctx.Done():
@@ -139,9 +142,8 @@ func (hb *hub) run(ctx context.Context) {
 			continue
 		}
 		now := hb.rm.h.clock.Now()
-		if time.Since(lastHeartbeat) >= heartbeatEvery {
+		if time.Since(lastHeartbeat) >= heartbeatEvery && beat.start(ctx, hb, p.ids, now) {
 			lastHeartbeat = time.Now()
-			p.heartbeat(ctx, hb, now)
 		}
 		p.push(ctx, hb, now)
 	}
@@ -188,16 +190,37 @@ func (p *pushRound) collect(hb *hub) {
 	p.positions = p.positions[:len(p.ids)]
 }
 
-// heartbeat tells the store that every connected waiter is still there.
-func (p *pushRound) heartbeat(ctx context.Context, hb *hub, now time.Time) {
-	for i := 0; i < len(p.ids); i += heartbeatBatch {
-		batch := p.ids[i:min(i+heartbeatBatch, len(p.ids))]
-		if err := hb.rm.store.Heartbeat(ctx, batch, now); err != nil {
-			hb.rm.storeError("heartbeat", err)
-			return
-		}
-	}
+// heartbeat tells the store, beside the hub loop, that every connected waiter is
+// still there. At 100,000 waiters that is a hundred store calls every 10 s, and made
+// by the loop they held up the push round behind them: waiters due a message then
+// heard it a few hundred milliseconds late.
+type heartbeat struct {
+	busy atomic.Bool
+	ids  []VisitorID // the waiters of the beat under way; the beat's own copy
+	wg   sync.WaitGroup
 }
+
+// start begins a beat for ids, unless the last one is still under way.
+func (b *heartbeat) start(ctx context.Context, hb *hub, ids []VisitorID, now time.Time) bool {
+	if !b.busy.CompareAndSwap(false, true) {
+		return false
+	}
+	b.ids = append(b.ids[:0], ids...)
+	b.wg.Go(func() {
+		defer b.busy.Store(false)
+		for i := 0; i < len(b.ids); i += heartbeatBatch {
+			batch := b.ids[i:min(i+heartbeatBatch, len(b.ids))]
+			if err := hb.rm.store.Heartbeat(ctx, batch, now); err != nil {
+				hb.rm.storeError("heartbeat", err)
+				return
+			}
+		}
+	})
+	return true
+}
+
+// wait waits for the beat under way, if any.
+func (b *heartbeat) wait() { b.wg.Wait() }
 
 // push computes every local waiter's position in one store call and hands each socket
 // its news. A waiter whose ticket is no longer queued was admitted (the announcement
