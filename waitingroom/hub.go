@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -43,6 +42,7 @@ type hub struct {
 type waiterSockets struct {
 	ticket  uint64
 	sockets []*socket
+	beatAt  time.Time // when the store last heard of the waiter from this hub (wall clock)
 }
 
 func newHub(rm *room) *hub {
@@ -58,7 +58,8 @@ func (hb *hub) add(id VisitorID, ticket uint64, s *socket) bool {
 	}
 	ws := hb.waiters[id]
 	if ws == nil {
-		ws = &waiterSockets{ticket: ticket}
+		// The upgrade itself was heard of: the first beat is due an interval on.
+		ws = &waiterSockets{ticket: ticket, beatAt: time.Now()}
 		hb.waiters[id] = ws
 	}
 	ws.sockets = append(ws.sockets, s)
@@ -120,10 +121,7 @@ func (hb *hub) run(ctx context.Context) {
 	tick := time.NewTicker(resendEvery)
 	defer tick.Stop()
 	heartbeatEvery := min(time.Duration(hb.rm.h.QueueTTL)/3, 10*time.Second)
-	lastHeartbeat := time.Now()
 	var p pushRound
-	var beat heartbeat
-	defer beat.wait()
 	for n := 1; ; n++ {
 		select {
 		case <-ctx.Done():
@@ -142,9 +140,7 @@ func (hb *hub) run(ctx context.Context) {
 			continue
 		}
 		now := hb.rm.h.clock.Now()
-		if time.Since(lastHeartbeat) >= heartbeatEvery && beat.start(ctx, hb, p.ids, now) {
-			lastHeartbeat = time.Now()
-		}
+		p.heartbeat(ctx, hb, now, heartbeatEvery)
 		p.push(ctx, hb, now)
 	}
 }
@@ -153,6 +149,7 @@ func (hb *hub) run(ctx context.Context) {
 // waiters allocates next to nothing.
 type pushRound struct {
 	waiters   []roundWaiter
+	beats     []VisitorID // the waiters the round's heartbeat covers
 	ids       []VisitorID
 	tickets   []uint64
 	positions []int
@@ -164,6 +161,7 @@ type pushRound struct {
 type roundWaiter struct {
 	ticket uint64
 	id     VisitorID
+	beatAt time.Time
 }
 
 // collect lists the hub's waiters in line order (by ticket). The order is the same
@@ -175,7 +173,7 @@ func (p *pushRound) collect(hb *hub) {
 	p.waiters, p.fresh = p.waiters[:0], false
 	hb.mu.Lock()
 	for id, ws := range hb.waiters {
-		p.waiters = append(p.waiters, roundWaiter{ws.ticket, id})
+		p.waiters = append(p.waiters, roundWaiter{ws.ticket, id, ws.beatAt})
 	}
 	hb.mu.Unlock()
 	slices.SortFunc(p.waiters, func(a, b roundWaiter) int { return cmp.Compare(a.ticket, b.ticket) })
@@ -190,37 +188,47 @@ func (p *pushRound) collect(hb *hub) {
 	p.positions = p.positions[:len(p.ids)]
 }
 
-// heartbeat tells the store, beside the hub loop, that every connected waiter is
-// still there. At 100,000 waiters that is a hundred store calls every 10 s, and made
-// by the loop they held up the push round behind them: waiters due a message then
-// heard it a few hundred milliseconds late.
-type heartbeat struct {
-	busy atomic.Bool
-	ids  []VisitorID // the waiters of the beat under way; the beat's own copy
-	wg   sync.WaitGroup
-}
-
-// start begins a beat for ids, unless the last one is still under way.
-func (b *heartbeat) start(ctx context.Context, hb *hub, ids []VisitorID, now time.Time) bool {
-	if !b.busy.CompareAndSwap(false, true) {
-		return false
+// heartbeat tells the store that the waiters last heard of every ago or more are
+// still there. Each waiter's beat is timed from its own arrival, so the beats spread
+// over the interval instead of falling on one round: at 100,000 waiters a beat of
+// everyone at once was a hundred store calls that held up the pushes of that round.
+// A round beats at most twice its fair share, so a crowd that arrived together
+// spreads out after one interval, and no beat is later than half an interval.
+func (p *pushRound) heartbeat(ctx context.Context, hb *hub, now time.Time, every time.Duration) {
+	wall := time.Now()
+	limit := len(p.waiters)
+	if rounds := int(every / pushEvery); rounds > 2 {
+		limit = 2*len(p.waiters)/rounds + 1
 	}
-	b.ids = append(b.ids[:0], ids...)
-	b.wg.Go(func() {
-		defer b.busy.Store(false)
-		for i := 0; i < len(b.ids); i += heartbeatBatch {
-			batch := b.ids[i:min(i+heartbeatBatch, len(b.ids))]
-			if err := hb.rm.store.Heartbeat(ctx, batch, now); err != nil {
-				hb.rm.storeError("heartbeat", err)
-				return
-			}
+	p.beats = p.beats[:0]
+	for _, w := range p.waiters {
+		if len(p.beats) == limit {
+			break
 		}
-	})
-	return true
+		if wall.Sub(w.beatAt) >= every {
+			p.beats = append(p.beats, w.id)
+		}
+	}
+	for i := 0; i < len(p.beats); i += heartbeatBatch {
+		batch := p.beats[i:min(i+heartbeatBatch, len(p.beats))]
+		if err := hb.rm.store.Heartbeat(ctx, batch, now); err != nil {
+			hb.rm.storeError("heartbeat", err)
+			return // the rest are still due, and are beaten next round
+		}
+		hb.beaten(batch, wall)
+	}
 }
 
-// wait waits for the beat under way, if any.
-func (b *heartbeat) wait() { b.wg.Wait() }
+// beaten records that ids were heard of at wall.
+func (hb *hub) beaten(ids []VisitorID, wall time.Time) {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	for _, id := range ids {
+		if ws := hb.waiters[id]; ws != nil {
+			ws.beatAt = wall
+		}
+	}
+}
 
 // push computes every local waiter's position in one store call and hands each socket
 // its news. A waiter whose ticket is no longer queued was admitted (the announcement
