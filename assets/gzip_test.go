@@ -110,19 +110,3 @@ func TestGzipPageDeclines(t *testing.T) {
 		t.Fatalf("unspliced page = %q", got)
 	}
 }
-
-// A gzip page allocates nothing either: the compressed bytes are copied, the holes
-// written into the caller's buffer and the checksum kept as it goes.
-func TestGzipRenderAllocatesNothing(t *testing.T) {
-	p := EmbeddedPage()
-	d := PageData{Room: "shop", Lang: "fr", State: "prequeue", Mode: "fifo", Position: 1234, Waiting: 56789, Capacity: 2,
-		RefreshSeconds: 5, ETAKnown: true, ETASeconds: 4000, Progress: 40, StartsInSeconds: 700, Nonce: "n0Nc3n0Nc3n0Nc3n0Nc3ab"}
-	buf, _ := p.RenderGzip(nil, &d)
-	allocs := testing.AllocsPerRun(100, func() {
-		d.Position++
-		buf, _ = p.RenderGzip(buf[:0], &d)
-	})
-	if allocs != 0 {
-		t.Fatalf("a gzip render allocates %.1f times", allocs)
-	}
-}

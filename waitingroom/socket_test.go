@@ -256,22 +256,8 @@ func TestCleanupTellsSocketsToReconnect(t *testing.T) {
 // the write gives up, and the socket is let go. (The bound is a deadline on the
 // connection: see send.)
 func TestStalledClientWriteGivesUp(t *testing.T) {
-	tr := newTestRoom(t, 1)
-	tr.visit("", "")
-	_, cookie := tr.visit("", "application/json")
-	srv := serveRoom(t, tr, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c := dialWaiter(ctx, t, tr, srv, cookie)
-	defer c.CloseNow()
+	ctx, c, s := connectedWaiter(t, 30*time.Second)
 	readView(ctx, t, c) // and nothing more: the client stalls
-
-	var s *socket
-	tr.h.room.hub.mu.Lock()
-	for _, ws := range tr.h.room.hub.waiters {
-		s = ws.sockets[0]
-	}
-	tr.h.room.hub.mu.Unlock()
 	// More than the kernel buffers of both ends hold, so the write must block.
 	done := make(chan bool, 1)
 	go func() { done <- s.send(make([]byte, 64<<20)) }()

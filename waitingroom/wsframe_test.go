@@ -62,6 +62,21 @@ func onlySocket(t *testing.T, tr *testRoom) *socket {
 	return nil
 }
 
+// connectedWaiter queues a waiter in a full room of one and opens its WebSocket; it
+// returns the test's context (bounded by within), the client's end and the server's.
+func connectedWaiter(t *testing.T, within time.Duration) (context.Context, *websocket.Conn, *socket) {
+	t.Helper()
+	tr := newTestRoom(t, 1)
+	tr.visit("", "")
+	_, cookie := tr.visit("", "application/json")
+	srv := serveRoom(t, tr, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	t.Cleanup(cancel)
+	c := dialWaiter(ctx, t, tr, srv, cookie)
+	t.Cleanup(func() { c.CloseNow() })
+	return ctx, c, onlySocket(t, tr)
+}
+
 // pushNumbered pushes a position message numbered k (its position), with a room name
 // of pad bytes.
 func pushNumbered(s *socket, k, pad int) {
@@ -103,15 +118,7 @@ const firstNumbered = 1000
 // before anything else and then writes the latest news. When the client reads
 // again, every frame is whole, they come in order, and the last one pushed arrives.
 func TestPushToAStalledClientKeepsFramesWholeAndInOrder(t *testing.T) {
-	tr := newTestRoom(t, 1)
-	tr.visit("", "")
-	_, cookie := tr.visit("", "application/json")
-	srv := serveRoom(t, tr, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	c := dialWaiter(ctx, t, tr, srv, cookie)
-	defer c.CloseNow()
-	s := onlySocket(t, tr)
+	ctx, c, s := connectedWaiter(t, 60*time.Second)
 	if s.raw == nil {
 		t.Fatal("a plain TCP socket has no descriptor for push")
 	}
@@ -142,15 +149,7 @@ func TestPushToAStalledClientKeepsFramesWholeAndInOrder(t *testing.T) {
 // coder/websocket writes on the same connection (here: pongs to the client's pings)
 // while push writes positions, and no frame is cut by another.
 func TestLibraryFramesAndPushedFramesDoNotInterleave(t *testing.T) {
-	tr := newTestRoom(t, 1)
-	tr.visit("", "")
-	_, cookie := tr.visit("", "application/json")
-	srv := serveRoom(t, tr, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	c := dialWaiter(ctx, t, tr, srv, cookie)
-	defer c.CloseNow()
-	s := onlySocket(t, tr)
+	ctx, c, s := connectedWaiter(t, 60*time.Second)
 
 	// Positions go out all the while the pings are answered, then a last one; paced,
 	// so that a pong waits behind a few frames, not behind megabytes of them.
