@@ -71,7 +71,7 @@ type socket struct {
 
 	mu       sync.Mutex
 	rest     []byte // the unsent end of a frame push began; the writer sends it first
-	pending  *view  // the latest position not yet written
+	pending  []byte // the latest position not yet written, framed
 	admitted bool
 	lost     bool
 	closing  bool
@@ -81,15 +81,14 @@ type socket struct {
 	// Kept by the hub goroutine only: the position it last offered, and when.
 	lastPosition int
 	lastOffered  time.Time
+	gone         bool // removed from the hub; guarded by the hub's mu
 }
 
 // resendAfter is how long an unchanged position goes unsent. A waiter must hear
-// something at least every maxSilence, and resends go out only at the hub's ticks,
-// so the resend must happen at the last tick before maxSilence: resendEvery before
-// it. Half a tick earlier still, so a tick that fires a little early or late lands
-// on the same side: the silence is 1.75 s, and stays within 2 s if a tick runs up to
-// a quarter of a second late.
-const resendAfter = maxSilence - resendEvery - resendEvery/2
+// something at least every maxSilence; resends go out at the hub's ticks, up to
+// resendEvery after they are owed, and resendSlack is left for a hub running late:
+// the silence is 1.78 to 1.8 s on time.
+const resendAfter = maxSilence - resendSlack - resendEvery
 
 // due reports whether a position message, offered at now, is to be written: the
 // position changed, or the waiter has heard nothing for resendAfter. If so it is
@@ -105,14 +104,14 @@ func (s *socket) due(position int, now time.Time) bool {
 	return true
 }
 
-// push tells the waiter v, which frame holds framed (the caller may reuse frame; v is
-// not changed afterwards: the sockets of one waiter share it). When no writer is busy
-// with this socket, the frame goes out here and now in one non-blocking write, which
-// the client's kernel buffers take whole every time but when it has stopped reading.
+// push tells the waiter the position message in frame (the caller may reuse frame).
+// When no writer is busy with this socket, the frame goes out here and now in one
+// non-blocking write, which the client's kernel buffers take whole every time but
+// when it has stopped reading.
 // At 100,000 waiters a message every 2 s each is 50,000 a second, and a goroutine
 // started and scheduled per message cost more than the message. What the connection
 // does not take at once is left to the writer.
-func (s *socket) push(frame []byte, v *view) {
+func (s *socket) push(frame []byte) {
 	s.mu.Lock()
 	if s.raw != nil && !s.writing && !s.done && s.wire.TryLock() {
 		n := writeNow(s.raw, frame)
@@ -132,7 +131,8 @@ func (s *socket) push(frame []byte, v *view) {
 		}
 		s.wire.Unlock()
 	}
-	s.pending = v
+	// A newer position replaces one not yet written; only the latest matters.
+	s.pending = bytes.Clone(frame)
 	start := s.wakeLocked()
 	s.mu.Unlock()
 	if start {
@@ -214,7 +214,7 @@ func (s *socket) write() {
 			s.c.Close(closeLost, "place lost")
 			return
 		}
-		if !s.send(v.appendFrame(nil)) {
+		if !s.send(v) {
 			s.fail()
 			return
 		}
@@ -261,7 +261,7 @@ func (hb *hub) serve(w http.ResponseWriter, r *http.Request, id VisitorID, st St
 	// The first position goes out at once, not at the next push round.
 	v := hb.rm.h.queuedView(st.Position, hb.rm.h.policyAt(hb.rm.h.clock.Now()))
 	v.Type = "position"
-	s.push(v.appendFrame(nil), &v)
+	s.push(v.appendFrame(nil))
 	go s.read()
 	return nil
 }

@@ -23,8 +23,8 @@ import (
 // maxSilence (the README's "at least every 2 s"), although messages go out only at
 // the hub's ticks and ticks fire a little early or late: here up to a quarter tick
 // either way, over 4,000 ticks. And the room does not chatter: an unchanged position
-// goes out at most once per maxSilence − resendEvery, whatever else changes (the
-// people waiting and the ETA ride along; see due).
+// goes out at most once per resendAfter, whatever else changes (the people waiting
+// and the ETA ride along; see due).
 func TestUnchangedPositionIsResentWithinMaxSilence(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	var s socket
@@ -42,20 +42,20 @@ func TestUnchangedPositionIsResentWithinMaxSilence(t *testing.T) {
 		if !s.due(position, now) {
 			continue
 		}
-		if gap := now.Sub(last); gap > maxSilence {
-			t.Fatalf("tick %d: the waiter heard nothing for %v (promised: at most %v)", k, gap, maxSilence)
-		} else if gap < maxSilence-resendEvery-resendEvery/2 {
+		if gap := now.Sub(last); gap > maxSilence-resendSlack+resendEvery/2 {
+			t.Fatalf("tick %d: the waiter heard nothing for %v (promised: at most %v, less the slack)", k, gap, maxSilence)
+		} else if gap < resendAfter {
 			t.Fatalf("tick %d: an unchanged position went out again after only %v", k, gap)
 		}
 		last = now
 		sent++
 	}
-	if most := ticks*int(resendEvery)/int(maxSilence-resendEvery-resendEvery/2) + 1; sent > most {
+	if most := ticks*int(resendEvery)/int(resendAfter) + 1; sent > most {
 		t.Fatalf("%d messages over %d ticks of an unchanged position; at most %d expected", sent, ticks, most)
 	}
-	// On time, the silence is exactly maxSilence − resendEvery: no message is spent early.
-	if least := ticks*int(resendEvery)/int(maxSilence-resendEvery) - 1; sent < least {
-		t.Fatalf("%d messages over %d ticks; an on-time resend makes about %d", sent, ticks, least)
+	// On time, the silence is one tick past resendAfter at most: no message is spent early.
+	if least := ticks*int(resendEvery)/int(resendAfter+resendEvery+resendEvery/2) - 1; sent < least {
+		t.Fatalf("%d messages over %d ticks; an on-time resend makes at least %d", sent, ticks, least)
 	}
 
 	// A change goes out at the next round, however recent the last message.

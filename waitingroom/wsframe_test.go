@@ -81,7 +81,7 @@ func connectedWaiter(t *testing.T, within time.Duration) (context.Context, *webs
 // of pad bytes.
 func pushNumbered(s *socket, k, pad int) {
 	v := &view{Type: "position", Room: strings.Repeat("r", pad), Status: "queued", Position: k}
-	s.push(v.appendFrame(nil), v)
+	s.push(v.appendFrame(nil))
 }
 
 // readNumbered reads messages until one numbered last arrives, checking that the

@@ -1,0 +1,173 @@
+package waitingroom
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// A round lists the hub's waiters in line order, and lists them again only when the
+// line changed: a waiter who came, one whose last tab closed, one reticketed by a
+// lottery. A list kept too long would offer positions to the gone and miss the new.
+func TestRoundListsTheLineInOrder(t *testing.T) {
+	hb := newHub(nil)
+	ids := make([]VisitorID, 6)
+	sockets := make([]*socket, len(ids))
+	for i := range ids {
+		ids[i][0] = byte(i + 1)
+		sockets[i] = &socket{id: ids[i]}
+	}
+	// Arrival order is not line order: tickets 50, 10, 40, 20, 30.
+	for i, ticket := range []uint64{50, 10, 40, 20, 30} {
+		hb.add(ids[i], ticket, sockets[i])
+	}
+	var p pushRound
+	want := func(what string, tickets ...uint64) {
+		t.Helper()
+		p.collect(hb)
+		if !slices.Equal(p.tickets, tickets) {
+			t.Fatalf("%s: the round lists tickets %v, want %v", what, p.tickets, tickets)
+		}
+		if len(p.ids) != len(p.tickets) || len(p.positions) != len(p.tickets) || len(p.waiters) != len(p.tickets) {
+			t.Fatalf("%s: %d ids, %d positions, %d waiters for %d tickets", what, len(p.ids), len(p.positions), len(p.waiters), len(p.tickets))
+		}
+		for i, w := range p.waiters {
+			if w.ws != hb.waiters[w.id] || p.ids[i] != w.id || w.ws.ticket != w.ticket {
+				t.Fatalf("%s: entry %d is not the hub's record of its waiter", what, i)
+			}
+		}
+	}
+	want("first round", 10, 20, 30, 40, 50)
+	want("nothing changed", 10, 20, 30, 40, 50)
+
+	second := &socket{id: ids[2]}
+	hb.add(ids[2], 40, second) // a second tab: same waiter, same place
+	want("a second tab", 10, 20, 30, 40, 50)
+	hb.remove(ids[2], sockets[2])
+	want("one of two tabs closed", 10, 20, 30, 40, 50)
+	hb.remove(ids[2], second)
+	want("the last tab closed", 10, 20, 30, 50)
+
+	hb.add(ids[5], 5, sockets[5])
+	want("a newcomer ahead of everyone (a line jump)", 5, 10, 20, 30, 50)
+
+	hb.retick(ids[0], 1) // ticket 50 drew first place
+	want("a lottery moved a waiter", 1, 5, 10, 20, 30)
+	hb.retick(ids[0], 1)
+	want("a lottery that changed nothing", 1, 5, 10, 20, 30)
+}
+
+// Between rounds, the resend queue writes to each socket again resendAfter after its
+// last message, on the first tick after that, and to nobody else: not to a socket
+// written to since (a changed position at a round restarts its wait), not to one
+// that closed, and not while the store's positions are unknown. Time here is the
+// test's own, so each gap is exact: ticks come every resendEvery, some up to a
+// quarter tick late.
+func TestResendQueueWritesWhenOwedAndOnlyThen(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	hb := newHub(tr.h.room)
+	const n = 50
+	sockets := make([]*socket, n)
+	for i := range sockets {
+		var id VisitorID
+		id[0], id[1] = byte(i), 1
+		// A socket that takes every push and writes nothing: its writer is done.
+		sockets[i] = &socket{hb: hb, id: id, done: true}
+		hb.add(id, uint64(i+1), sockets[i])
+	}
+	var p pushRound
+	p.collect(hb)
+	p.fresh = true
+	start := time.Unix(1_800_000_000, 0)
+	last := make([]time.Time, n) // when each socket was last written to
+	messages := make([]int, n)
+	// written counts the sockets written to at now, checking each one's silence.
+	written := func(now time.Time, shortest, longest time.Duration) (count int) {
+		t.Helper()
+		for i, s := range sockets {
+			if s.lastOffered.Equal(last[i]) {
+				continue
+			}
+			if !s.lastOffered.Equal(now) {
+				t.Fatalf("socket %d: written to at %v, not at %v", i, s.lastOffered, now)
+			}
+			if gap := now.Sub(last[i]); messages[i] > 0 && (gap < shortest || gap > longest) {
+				t.Fatalf("socket %d was written to after %v of silence; want %v to %v", i, gap, shortest, longest)
+			}
+			last[i] = now
+			messages[i]++
+			count++
+		}
+		return count
+	}
+	// On time, a resend goes out at the first tick after it is owed.
+	onTime := resendAfter + resendEvery + resendEvery/4
+	if onTime > maxSilence-resendSlack+resendEvery/4 {
+		t.Fatalf("an on-time resend comes after %v of silence, eating into the slack", onTime)
+	}
+
+	// The first round: everyone hears a position, as if they had arrived over 0.1 s.
+	for i, w := range p.waiters {
+		o := p.figures(hb, start.Add(time.Duration(i)*2*time.Millisecond))
+		p.offerAll(hb, &o, w.ws, i+1)
+		written(o.now, 0, 0)
+	}
+	rng := rand.New(rand.NewPCG(3, 5))
+	tick := func(k int, longest time.Duration) int {
+		now := start.Add(time.Duration(k)*resendEvery + time.Duration(rng.Int64N(int64(resendEvery/4))))
+		p.resendDue(hb, now)
+		return written(now, resendAfter, longest)
+	}
+	for k := 1; k <= 500; k++ {
+		tick(k, onTime)
+	}
+
+	// A round at 10 s: socket 2 moves up and hears it at once; the others' positions
+	// are unchanged and none is owed a resend, so nobody else hears anything.
+	o := p.figures(hb, start.Add(500*resendEvery+resendEvery/2))
+	for i, w := range p.waiters {
+		position := i + 1
+		if i == 2 {
+			position = 2
+		}
+		p.offerAll(hb, &o, w.ws, position)
+	}
+	if got := written(o.now, 0, maxSilence); got != 1 || !sockets[2].lastOffered.Equal(o.now) {
+		t.Fatalf("the round wrote to %d sockets; want only the one whose position changed", got)
+	}
+	hb.remove(sockets[1].id, sockets[1])
+	closed := messages[1]
+
+	for k := 501; k < 800; k++ {
+		tick(k, onTime)
+	}
+	// The store stops answering for a second: nothing is written, so the pages see it.
+	p.fresh = false
+	for k := 800; k < 850; k++ {
+		if got := tick(k, 0); got != 0 {
+			t.Fatalf("%d sockets were written to while no position was known", got)
+		}
+	}
+	// It answers again: those owed a resend meanwhile hear at once, then all is as before.
+	p.fresh = true
+	if got := tick(850, maxSilence+time.Second); got == 0 {
+		t.Fatal("nobody was owed a resend after a second without the store")
+	}
+	for k := 851; k <= 1000; k++ {
+		tick(k, onTime)
+	}
+
+	if messages[1] != closed {
+		t.Fatalf("a closed socket was written to %d times after it closed", messages[1]-closed)
+	}
+	for i := 2; i < n; i++ {
+		// 20 s at one message every 1.8 s or so, less the second without the store.
+		if messages[i] < 10 || messages[i] > 12 {
+			t.Fatalf("socket %d heard %d messages in 20 s; want 10 to 12", i, messages[i])
+		}
+	}
+	if queued := len(p.resends) - p.head; queued > n {
+		t.Fatalf("%d resends queued for %d open sockets: stale entries are kept", queued, n-1)
+	}
+}
