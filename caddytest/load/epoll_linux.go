@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/binary"
 	"io"
 	"net"
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // A client process listens to its ~17,000 waiters with one epoll loop, not a goroutine
@@ -13,19 +15,23 @@ import (
 // goroutine woken by the runtime's poller per message, reading each socket twice (the
 // message, then "would block"), cost more CPU per message than the server spent
 // sending it: on 2 cores that starved the very pushes being timed. The loop reads a
-// socket once per message and wakes once for many.
+// socket once per message and wakes once for many. Sockets are watched edge-triggered:
+// a level-triggered watch looks at every socket it reported once more at the next
+// wait, which was a fifth of what the loop cost the kernel.
 type listener struct {
 	epfd    int
 	start   time.Time // arrival times count from here, as heldWaiter's do
 	buf     []byte    // the loop's read buffer, shared by every socket
+	oob     []byte    // a read's control message: when its bytes reached the socket
 	events  []syscall.EpollEvent
 	mu      sync.Mutex
-	sockets map[int32]*listened // by descriptor
+	sockets []*listened // by descriptor
 }
 
-// listenTick is how long the loop lets messages gather between reads: short beside
-// the 2 s a waiter may go unspoken to, long beside a message's cost.
-const listenTick = time.Millisecond
+// listenTick is how long the loop lets messages gather between reads: long beside a
+// message's cost, so a wake-up serves dozens, and harmless to what is measured, since
+// a message is dated by when it reached the socket (receiveTime), not by the read.
+const listenTick = 5 * time.Millisecond
 
 // listened is one socket in the loop.
 type listened struct {
@@ -39,8 +45,8 @@ func newListener(start time.Time) (*listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &listener{epfd: epfd, start: start, buf: make([]byte, 64<<10),
-		events: make([]syscall.EpollEvent, 256), sockets: make(map[int32]*listened)}
+	l := &listener{epfd: epfd, start: start, buf: make([]byte, 64<<10), oob: make([]byte, 64),
+		events: make([]syscall.EpollEvent, 256)}
 	go l.loop()
 	return l, nil
 }
@@ -54,16 +60,25 @@ func (l *listener) add(w *heldWaiter, c *waiterConn) error {
 		return err
 	}
 	c.out = fdWriter(fd)
+	// Each read says when its last bytes reached the socket (see receiveTime).
+	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1); err != nil {
+		syscall.Close(fd)
+		return err
+	}
 	ls := &listened{fd: fd, w: w, c: c}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.sockets[int32(fd)] = ls
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(fd)}
+	if fd >= len(l.sockets) {
+		l.sockets = append(l.sockets, make([]*listened, fd+1-len(l.sockets))...)
+	}
+	l.sockets[fd] = ls
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET, Fd: int32(fd)}
 	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		l.end(ls)
 		return err
 	}
-	l.parse(ls, time.Since(l.start))
+	now := time.Since(l.start)
+	l.parse(ls, now, now) // read during the handshake: no receive time, the read's is taken
 	return nil
 }
 
@@ -99,8 +114,8 @@ func (l *listener) loop() {
 		now := time.Since(l.start)
 		l.mu.Lock()
 		for _, ev := range l.events[:n] {
-			if ls := l.sockets[ev.Fd]; ls != nil {
-				l.readable(ls, now)
+			if int(ev.Fd) < len(l.sockets) && l.sockets[ev.Fd] != nil {
+				l.readable(l.sockets[ev.Fd], now)
 			}
 		}
 		l.mu.Unlock()
@@ -108,34 +123,69 @@ func (l *listener) loop() {
 			// Let messages gather before the next wait: a loop woken for each
 			// message costs a wake-up of its own and one of the sender's (a write
 			// that finds a sleeper wakes it), and the sleep bounds wake-ups to a
-			// thousand a second at any load. An arrival is noted up to a tick late.
+			// couple of hundred a second at any load.
 			time.Sleep(listenTick)
 		}
 	}
 }
 
-// readable reads what ls's socket has and notes its messages. Called with l.mu held.
+// readable reads what ls's socket has and notes its messages. The watch is
+// edge-triggered, so it reads until the socket is empty: a read that fills the buffer
+// may have left more. Called with l.mu held.
 func (l *listener) readable(ls *listened, now time.Duration) {
-	err := ls.c.receive(l.buf, func(b []byte) (int, error) {
-		n, err := syscall.Read(ls.fd, b)
+	arrived := now
+	read := func(b []byte) (int, error) {
+		n, oobn, _, _, err := syscall.Recvmsg(ls.fd, b, l.oob, 0)
 		if n == 0 && err == nil {
 			return 0, io.EOF
 		}
+		if at, ok := receiveTime(l.oob[:oobn]); ok {
+			arrived = at.Sub(l.start)
+		}
 		return n, err
-	})
-	if err == syscall.EAGAIN {
-		ls.c.keep()
-		return
 	}
-	if err != nil {
-		l.end(ls)
-		return
+	for l.sockets[ls.fd] == ls {
+		err := ls.c.receive(l.buf, read)
+		if err == syscall.EAGAIN {
+			ls.c.keep()
+			return
+		}
+		if err != nil {
+			l.end(ls)
+			return
+		}
+		full := len(ls.c.in) == len(l.buf)
+		l.parse(ls, arrived, now)
+		if !full {
+			return
+		}
 	}
-	l.parse(ls, now)
+}
+
+// receiveTime is the kernel's time of receipt in a read's control message
+// (SO_TIMESTAMPNS): for TCP, when the last bytes the read returned reached the
+// socket. On one machine that is when the server's write delivered them, whatever the
+// client process was doing then.
+func receiveTime(oob []byte) (time.Time, bool) {
+	const header = syscall.SizeofCmsghdr
+	for len(oob) >= header {
+		h := (*syscall.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		size := int(h.Len)
+		if size < header || size > len(oob) {
+			return time.Time{}, false
+		}
+		if h.Level == syscall.SOL_SOCKET && h.Type == syscall.SCM_TIMESTAMPNS && size >= header+16 {
+			sec := int64(binary.NativeEndian.Uint64(oob[header:]))
+			nsec := int64(binary.NativeEndian.Uint64(oob[header+8:]))
+			return time.Unix(sec, nsec), true
+		}
+		oob = oob[(size+7)&^7:] // each message is padded to 8 bytes
+	}
+	return time.Time{}, false
 }
 
 // parse notes every whole message ls.c holds, keeping the start of the next.
-func (l *listener) parse(ls *listened, now time.Duration) {
+func (l *listener) parse(ls *listened, arrived, read time.Duration) {
 	for {
 		kind, ok, err := ls.c.take()
 		if err != nil {
@@ -146,20 +196,24 @@ func (l *listener) parse(ls *listened, now time.Duration) {
 			ls.c.keep()
 			return
 		}
-		ls.w.heard(now, kind)
+		ls.w.heard(arrived, read, kind)
 	}
 }
 
 // end lets go of a socket that closed or failed. Called with l.mu held.
 func (l *listener) end(ls *listened) {
-	if l.sockets[int32(ls.fd)] != ls {
+	if l.sockets[ls.fd] != ls {
 		return
 	}
-	delete(l.sockets, int32(ls.fd))
+	l.sockets[ls.fd] = nil
 	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, ls.fd, nil)
 	syscall.Close(ls.fd)
 	ls.w.end()
 }
+
+// epollET asks for edge-triggered events (EPOLLET is 1<<31, which syscall's constant
+// gives as a negative int).
+const epollET = 1 << 31
 
 // fdWriter writes to a socket the loop holds (pongs and close replies, a few bytes).
 type fdWriter int

@@ -30,6 +30,7 @@ func (s *waiterSet) hold(w *heldWaiter, c *waiterConn) {
 			w.end()
 			return
 		}
-		w.heard(time.Since(s.start), kind)
+		now := time.Since(s.start)
+		w.heard(now, now, kind) // no receive times here: arrival is taken as the read
 	}
 }

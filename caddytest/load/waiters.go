@@ -29,12 +29,31 @@ func init() { clientModes["waiters"] = waitersMain }
 // A heldWaiter is what one waiter's socket heard, as its reader notes it.
 type heldWaiter struct {
 	mu       sync.Mutex
-	last     time.Duration // arrival of the last message, since the process started
-	maxGap   time.Duration // the longest silence inside the window so far
-	messages int           // messages inside the window
-	admitted bool          // told "admitted" (nobody should be in the ws section's window)
-	ended    bool          // the socket ended: an error, or a close from the server
+	arrival  silence // by when each message reached the socket (the kernel's receive time)
+	read     silence // by when the client process read it
+	messages int     // messages inside the window
+	admitted bool    // told "admitted" (nobody should be in the ws section's window)
+	ended    bool    // the socket ended: an error, or a close from the server
 }
+
+// silence follows one timeline of a waiter's messages: when the last came, and the
+// longest gap between two inside the window. The promise is about arrivals: a waiter
+// has heard when the message is in its socket. The client process on a busy machine
+// reads it later, by a varying amount, and that timeline is kept beside it to show
+// how much of what the process saw was its own lateness.
+type silence struct {
+	last   time.Duration // since the set's start
+	maxGap time.Duration
+}
+
+func (s *silence) note(at time.Duration) {
+	s.maxGap = max(s.maxGap, at-s.last)
+	s.last = at
+}
+
+// longest is the longest silence until now, the open one at the end included: a
+// waiter silent at the end of the window is silent still.
+func (s silence) longest(now time.Duration) time.Duration { return max(s.maxGap, now-s.last) }
 
 // waiterSet is one client process's waiters.
 type waiterSet struct {
@@ -71,12 +90,14 @@ type waitersReport struct {
 	Ended         []bool  `json:"ended"` // the socket ended (error or close) at some point
 	Admitted      int     `json:"admitted"`
 
-	Within  int `json:"within_bound"` // waiters whose longest silence is within -bound
-	P50     int `json:"p50_ms"`
-	P99     int `json:"p99_ms"`
-	MaxGap  int `json:"max_ms"`
-	EndedN  int `json:"ended_count"`
-	Waiters int `json:"waiters"`
+	Within int `json:"within_bound"` // waiters whose longest silence (arrivals) is within -bound
+	P50    int `json:"p50_ms"`
+	P99    int `json:"p99_ms"`
+	MaxGap int `json:"max_ms"`
+	// Each waiter's longest silence as the client process read its messages.
+	ReadMaxGapMillis []int `json:"read_max_gap_ms"`
+	EndedN           int   `json:"ended_count"`
+	Waiters          int   `json:"waiters"`
 }
 
 func waitersMain(args []string) int {
@@ -134,7 +155,8 @@ func (s *waiterSet) grow(n int) growAnswer {
 			defer wg.Done()
 			for i := range next {
 				c, retried, err := s.join(s.addrs[i%len(s.addrs)])
-				w := &heldWaiter{last: time.Since(s.start)}
+				joined := time.Since(s.start)
+				w := &heldWaiter{arrival: silence{last: joined}, read: silence{last: joined}}
 				if err == nil {
 					err = s.listen(w, c)
 				}
@@ -186,12 +208,13 @@ func (s *waiterSet) join(addr string) (c *waiterConn, retried int, err error) {
 	return c, retried, err
 }
 
-// heard notes a message of kind that arrived at now (since the set's start).
-func (w *heldWaiter) heard(now time.Duration, kind string) {
+// heard notes a message of kind that reached the socket at arrived and was read at
+// read (both since the set's start).
+func (w *heldWaiter) heard(arrived, read time.Duration, kind string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.maxGap = max(w.maxGap, now-w.last)
-	w.last = now
+	w.arrival.note(arrived)
+	w.read.note(read)
 	w.messages++
 	w.admitted = w.admitted || kind == msgAdmitted
 }
@@ -211,7 +234,7 @@ func (s *waiterSet) mark() {
 	s.windowStart = time.Since(s.start)
 	for _, w := range s.waiters {
 		w.mu.Lock()
-		w.maxGap, w.messages = 0, 0
+		w.arrival.maxGap, w.read.maxGap, w.messages = 0, 0, 0
 		w.mu.Unlock()
 	}
 }
@@ -224,7 +247,7 @@ func (s *waiterSet) report(bound time.Duration) waitersReport {
 	gaps := make([]int, 0, len(s.waiters))
 	for _, w := range s.waiters {
 		w.mu.Lock()
-		gap := max(w.maxGap, now-w.last) // a waiter silent at the end is silent still
+		gap := w.arrival.longest(now)
 		rep.MaxGapMillis = append(rep.MaxGapMillis, int(gap.Milliseconds()))
 		rep.Messages = append(rep.Messages, w.messages)
 		rep.Ended = append(rep.Ended, w.ended)
@@ -237,6 +260,7 @@ func (s *waiterSet) report(bound time.Duration) waitersReport {
 		if gap <= bound && !w.ended {
 			rep.Within++
 		}
+		rep.ReadMaxGapMillis = append(rep.ReadMaxGapMillis, int(w.read.longest(now).Milliseconds()))
 		w.mu.Unlock()
 		gaps = append(gaps, int(gap.Milliseconds()))
 	}

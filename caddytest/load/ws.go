@@ -27,15 +27,17 @@ func init() {
 	})
 }
 
-// The push promise: a position at least every maxSilence, measured at the client as
-// the longest silence between two messages (or since the last one, at the end of the
-// window). The tolerance covers what lies between the server's clock and the
-// client's: the write, the loopback, and the client process being scheduled on a
-// machine where 13 processes share 2 cores.
+// The push promise: a position at least every maxSilence, measured at the waiter's
+// socket as the longest silence between two messages (or since the last one, at the
+// end of the window). A message counts from when it reached the socket, the kernel's
+// time of receipt (SO_TIMESTAMPNS), which on one machine is when the server's write
+// delivered it. The client process reads it later, by however long it waited for a
+// core beside 12 other processes on 2: that is the harness's lateness, not the
+// room's, and it is shown beside (heardRows) but not held against the promise, which
+// gets no tolerance.
 const (
-	promisedSilence  = 2 * time.Second
-	silenceTolerance = 250 * time.Millisecond
-	silenceBound     = promisedSilence + silenceTolerance
+	promisedSilence = 2 * time.Second
+	silenceBound    = promisedSilence
 )
 
 // wsPlan is the scale of a run.
