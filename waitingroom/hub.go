@@ -23,6 +23,13 @@ const (
 	// resendSlack is how late the hub may run, on a busy machine, before a waiter's
 	// silence passes maxSilence: an on-time resend goes out this much before it.
 	resendSlack = 200 * time.Millisecond
+	// staleAfter is how long after the store's last answer the hub goes on resending
+	// the positions it gave. A store call that fails (one timeout on a busy store, a
+	// failover) must not silence every waiter of the instance until the next round
+	// comes back; a position only moves forward while the line waits (a lottery
+	// aside), so one a few seconds old is at worst a little behind. After that, waiters hear nothing until the
+	// store answers again.
+	staleAfter = 5 * time.Second
 	// heartbeatBatch is how many waiters one Heartbeat call carries.
 	heartbeatBatch = 1000
 )
@@ -141,7 +148,6 @@ func (hb *hub) run(ctx context.Context) {
 			fetching = false
 			if err != nil {
 				hb.rm.storeError("positions", err)
-				p.fresh = false
 				continue
 			}
 			p.apply(hb, hb.rm.h.clock.Now())

@@ -16,7 +16,9 @@ type pushRound struct {
 	tickets   []uint64
 	positions []int
 	settled   []settled // what became of the listed waiters no longer queued
-	fresh     bool      // the store answered the last round: positions are true
+	// answered is when the store last answered a round (hub clock); zero before the
+	// first answer. Positions older than staleAfter are not resent.
+	answered time.Time
 
 	// resends lists every message written, oldest first, from head on: the order in
 	// which waiters come to be owed a resend (see resendDue).
@@ -140,7 +142,7 @@ func (p *pushRound) fetch(ctx context.Context, hb *hub, now time.Time, heartbeat
 // apply offers every listed socket its position (see socket.due), and ends the sockets
 // of waiters who were admitted or lost their place.
 func (p *pushRound) apply(hb *hub, now time.Time) {
-	p.fresh = true
+	p.answered = now
 	o := p.figures(hb, now)
 	next := 0 // into p.settled, which is in list order
 	for i, w := range p.waiters {
@@ -173,9 +175,9 @@ func (p *pushRound) apply(hb *hub, now time.Time) {
 // often (resendEvery), so that a resend goes out close to when it is owed and the
 // writes of a second spread over it instead of coming in a few bursts.
 func (p *pushRound) resendDue(hb *hub, now time.Time) {
-	if !p.fresh {
-		// The store did not answer the last round: no position is known to be true, and
-		// silence lets the page see that something is wrong.
+	if p.answered.IsZero() || now.Sub(p.answered) > staleAfter {
+		// The store has not answered for a while: no position is known to be true, and
+		// the waiters hear nothing until it does.
 		return
 	}
 	var o figures

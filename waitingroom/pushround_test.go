@@ -61,7 +61,7 @@ func TestRoundListsTheLineInOrder(t *testing.T) {
 // Between rounds, the resend queue writes to each socket again resendAfter after its
 // last message, on the first tick after that, and to nobody else: not to a socket
 // written to since (a changed position at a round restarts its wait), not to one
-// that closed, and not while the store's positions are unknown. Time here is the
+// that closed, and not once the store has not answered for staleAfter. Time here is the
 // test's own, so each gap is exact: ticks come every resendEvery, some up to a
 // quarter tick late.
 func TestResendQueueWritesWhenOwedAndOnlyThen(t *testing.T) {
@@ -78,16 +78,20 @@ func TestResendQueueWritesWhenOwedAndOnlyThen(t *testing.T) {
 	}
 	var p pushRound
 	p.collect(hb)
-	p.fresh = true
 	start := time.Unix(1_800_000_000, 0)
+	p.answered = start
 	last := make([]time.Time, n) // when each socket was last written to
 	messages := make([]int, n)
-	// written counts the sockets written to at now, checking each one's silence.
+	// written counts the sockets written to at now, checking each one's silence (a
+	// longest of 0: nobody may be written to).
 	written := func(now time.Time, shortest, longest time.Duration) (count int) {
 		t.Helper()
 		for i, s := range sockets {
 			if s.lastOffered.Equal(last[i]) {
 				continue
+			}
+			if longest == 0 && messages[i] > 0 {
+				t.Fatalf("socket %d was written to at %v, when nobody may be", i, now)
 			}
 			if !s.lastOffered.Equal(now) {
 				t.Fatalf("socket %d: written to at %v, not at %v", i, s.lastOffered, now)
@@ -114,8 +118,12 @@ func TestResendQueueWritesWhenOwedAndOnlyThen(t *testing.T) {
 		written(o.now, 0, 0)
 	}
 	rng := rand.New(rand.NewPCG(3, 5))
+	storeAnswers := true
 	tick := func(k int, longest time.Duration) int {
 		now := start.Add(time.Duration(k)*resendEvery + time.Duration(rng.Int64N(int64(resendEvery/4))))
+		if storeAnswers && k%int(pushEvery/resendEvery) == 0 {
+			p.answered = now // a round's answer (its offers are the test's own, below)
+		}
 		p.resendDue(hb, now)
 		return written(now, resendAfter, longest)
 	}
@@ -142,19 +150,26 @@ func TestResendQueueWritesWhenOwedAndOnlyThen(t *testing.T) {
 	for k := 501; k < 800; k++ {
 		tick(k, onTime)
 	}
-	// The store stops answering for a second: nothing is written, so the pages see it.
-	p.fresh = false
-	for k := 800; k < 850; k++ {
+	// The store stops answering. Resends go on from what it said last, until that
+	// is staleAfter old; then nothing is written.
+	storeAnswers = false
+	k := 800
+	for ; start.Add(time.Duration(k)*resendEvery).Sub(p.answered) <= staleAfter-resendEvery; k++ {
+		tick(k, onTime)
+	}
+	stale := k + 2
+	for k = stale; k < stale+100; k++ {
 		if got := tick(k, 0); got != 0 {
-			t.Fatalf("%d sockets were written to while no position was known", got)
+			t.Fatalf("%d sockets were written to %v after the store's last answer", got, start.Add(time.Duration(k)*resendEvery).Sub(p.answered))
 		}
 	}
 	// It answers again: those owed a resend meanwhile hear at once, then all is as before.
-	p.fresh = true
-	if got := tick(850, maxSilence+time.Second); got == 0 {
-		t.Fatal("nobody was owed a resend after a second without the store")
+	storeAnswers = true
+	p.answered = start.Add(time.Duration(k) * resendEvery)
+	if got := tick(k, maxSilence+3*time.Second); got == 0 {
+		t.Fatal("nobody was owed a resend after two seconds without one")
 	}
-	for k := 851; k <= 1000; k++ {
+	for k++; k <= 1500; k++ {
 		tick(k, onTime)
 	}
 
@@ -162,9 +177,9 @@ func TestResendQueueWritesWhenOwedAndOnlyThen(t *testing.T) {
 		t.Fatalf("a closed socket was written to %d times after it closed", messages[1]-closed)
 	}
 	for i := 2; i < n; i++ {
-		// 20 s at one message every 1.8 s or so, less the second without the store.
-		if messages[i] < 10 || messages[i] > 12 {
-			t.Fatalf("socket %d heard %d messages in 20 s; want 10 to 12", i, messages[i])
+		// 30 s at one message every 1.8 s or so, less two seconds of silence.
+		if messages[i] < 15 || messages[i] > 17 {
+			t.Fatalf("socket %d heard %d messages in 30 s; want 15 to 17", i, messages[i])
 		}
 	}
 	if queued := len(p.resends) - p.head; queued > n {
