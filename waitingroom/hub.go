@@ -85,7 +85,7 @@ func (hb *hub) remove(id VisitorID, s *socket) {
 	}
 	for i, x := range ws.sockets {
 		if x == s {
-			s.gone = true
+			s.gone.Store(true)
 			ws.sockets = append(ws.sockets[:i], ws.sockets[i+1:]...)
 			break
 		}

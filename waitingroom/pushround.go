@@ -180,16 +180,17 @@ func (p *pushRound) resendDue(hb *hub, now time.Time) {
 		// the waiters hear nothing until it does.
 		return
 	}
+	// No hub lock is held: a pass can be long on a busy machine, and admissions
+	// (hub.admitted) and arriving sockets must not wait for it. A socket is told
+	// here only through its own lock (push), and gone says it left the hub.
 	var o figures
-	hb.mu.Lock()
-	defer hb.mu.Unlock()
 	for ; p.head < len(p.resends); p.head++ {
 		r := p.resends[p.head]
 		if now.Sub(r.at) < resendAfter {
 			break
 		}
 		p.resends[p.head] = resend{}
-		if r.s.gone || !r.s.lastOffered.Equal(r.at) {
+		if r.s.gone.Load() || !r.s.lastOffered.Equal(r.at) {
 			continue // closed, or written to since: a later entry stands for it
 		}
 		if o.h == nil {
@@ -233,7 +234,7 @@ func (p *pushRound) offerAll(hb *hub, o *figures, ws *waiterSockets, position in
 
 // offer writes position to s if it is due (see socket.due), and queues the resend it
 // will be owed. A message is framed once for all the sockets of a waiter: within a
-// tick it depends on the position alone. Called with the hub's lock held.
+// tick it depends on the position alone. Hub goroutine only.
 func (p *pushRound) offer(o *figures, s *socket, position int) {
 	if !s.due(position, o.now) {
 		return

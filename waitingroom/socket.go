@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -81,7 +82,7 @@ type socket struct {
 	// Kept by the hub goroutine only: the position it last offered, and when.
 	lastPosition int
 	lastOffered  time.Time
-	gone         bool // removed from the hub; guarded by the hub's mu
+	gone         atomic.Bool // removed from the hub (the hub's resends skip it)
 }
 
 // resendAfter is how long an unchanged position goes unsent. A waiter must hear
