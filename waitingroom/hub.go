@@ -22,7 +22,7 @@ const (
 	maxSilence = 2 * time.Second
 	// resendSlack is how late the hub may run, on a busy machine, before a waiter's
 	// silence passes maxSilence: an on-time resend goes out this much before it.
-	resendSlack = 200 * time.Millisecond
+	resendSlack = 250 * time.Millisecond
 	// staleAfter is how long after the store's last answer the hub goes on resending
 	// the positions it gave. A store call that fails (one timeout on a busy store, a
 	// failover) must not silence every waiter of the instance until the next round

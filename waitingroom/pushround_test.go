@@ -176,10 +176,11 @@ func TestResendQueueWritesWhenOwedAndOnlyThen(t *testing.T) {
 	if messages[1] != closed {
 		t.Fatalf("a closed socket was written to %d times after it closed", messages[1]-closed)
 	}
+	// 30 s at one message every resendAfter to onTime, less two seconds of silence.
+	least, most := int((28*time.Second)/onTime)-1, int((30*time.Second)/resendAfter)+1
 	for i := 2; i < n; i++ {
-		// 30 s at one message every 1.8 s or so, less two seconds of silence.
-		if messages[i] < 15 || messages[i] > 17 {
-			t.Fatalf("socket %d heard %d messages in 30 s; want 15 to 17", i, messages[i])
+		if messages[i] < least || messages[i] > most {
+			t.Fatalf("socket %d heard %d messages in 30 s; want %d to %d", i, messages[i], least, most)
 		}
 	}
 	if queued := len(p.resends) - p.head; queued > n {

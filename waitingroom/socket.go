@@ -88,7 +88,7 @@ type socket struct {
 // resendAfter is how long an unchanged position goes unsent. A waiter must hear
 // something at least every maxSilence; resends go out at the hub's ticks, up to
 // resendEvery after they are owed, and resendSlack is left for a hub running late:
-// the silence is 1.78 to 1.8 s on time.
+// the silence is 1.73 to 1.75 s on time.
 const resendAfter = maxSilence - resendSlack - resendEvery
 
 // due reports whether a position message, offered at now, is to be written: the
