@@ -27,8 +27,8 @@ const (
 	// the positions it gave. A store call that fails (one timeout on a busy store, a
 	// failover) must not silence every waiter of the instance until the next round
 	// comes back; a position only moves forward while the line waits (a lottery
-	// aside), so one a few seconds old is at worst a little behind. After that, waiters hear nothing until the
-	// store answers again.
+	// aside), so one a few seconds old is at worst a little behind. After that,
+	// waiters hear nothing until the store answers again.
 	staleAfter = 5 * time.Second
 	// heartbeatBatch is how many waiters one Heartbeat call carries.
 	heartbeatBatch = 1000

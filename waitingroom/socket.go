@@ -108,10 +108,9 @@ func (s *socket) due(position int, now time.Time) bool {
 // push tells the waiter the position message in frame (the caller may reuse frame).
 // When no writer is busy with this socket, the frame goes out here and now in one
 // non-blocking write, which the client's kernel buffers take whole every time but
-// when it has stopped reading.
-// At 100,000 waiters a message every 2 s each is 50,000 a second, and a goroutine
-// started and scheduled per message cost more than the message. What the connection
-// does not take at once is left to the writer.
+// when it has stopped reading. At 100,000 waiters a message every 2 s each is 50,000
+// a second, and a goroutine started and scheduled per message cost more than the
+// message. What the connection does not take at once is left to the writer.
 func (s *socket) push(frame []byte) {
 	s.mu.Lock()
 	if s.raw != nil && !s.writing && !s.done && s.wire.TryLock() {
@@ -194,10 +193,10 @@ func (s *socket) write() {
 	}
 	for {
 		s.mu.Lock()
-		v, admitted, lost, closing := s.pending, s.admitted, s.lost, s.closing
+		frame, admitted, lost, closing := s.pending, s.admitted, s.lost, s.closing
 		s.pending = nil
 		s.done = admitted || lost || closing
-		if v == nil && !s.done {
+		if frame == nil && !s.done {
 			s.writing = false
 			s.mu.Unlock()
 			return
@@ -215,7 +214,7 @@ func (s *socket) write() {
 			s.c.Close(closeLost, "place lost")
 			return
 		}
-		if !s.send(v) {
+		if !s.send(frame) {
 			s.fail()
 			return
 		}

@@ -17,7 +17,7 @@ import (
 // sending it: on 2 cores that starved the very pushes being timed. The loop reads a
 // socket once per message and wakes once for many. Sockets are watched edge-triggered:
 // a level-triggered watch looks at every socket it reported once more at the next
-// wait, which was a fifth of what the loop cost the kernel.
+// wait, which was a tenth of the loop's time in the kernel.
 type listener struct {
 	epfd    int
 	start   time.Time // arrival times count from here, as heldWaiter's do
