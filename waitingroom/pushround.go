@@ -56,7 +56,7 @@ type roundWaiter struct {
 // reticketed: a line that waits quietly is listed once.
 func (p *pushRound) collect(hb *hub) {
 	hb.mu.Lock()
-	if !hb.changed && len(p.waiters) == len(hb.waiters) {
+	if !hb.changed {
 		hb.mu.Unlock()
 		return
 	}
