@@ -303,6 +303,29 @@ func (s *Server) Commands(tb testing.TB) (scripts, total int64) {
 	return CountCommands(info)
 }
 
+// CPU is the CPU time the server has used so far (INFO cpu: used_cpu_user plus
+// used_cpu_sys), the cost of what it ran that a busy machine hardly moves.
+func (s *Server) CPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	info, err := s.Do("INFO", "cpu")
+	if err != nil {
+		tb.Fatalf("INFO cpu: %v", err)
+	}
+	var sum time.Duration
+	for line := range strings.SplitSeq(info, "\r\n") {
+		name, v, ok := strings.Cut(line, ":")
+		if !ok || (name != "used_cpu_user" && name != "used_cpu_sys") {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			tb.Fatalf("INFO cpu: %s: %v", line, err)
+		}
+		sum += time.Duration(f * float64(time.Second))
+	}
+	return sum
+}
+
 // CountCommands reads the text of INFO commandstats: the scripts run (EVALSHA and EVAL,
 // a store's round trips) and every command Redis ran, those inside scripts included,
 // the INFO calls themselves left out. Pub/Sub deliveries are not commands; PUBLISH

@@ -14,11 +14,26 @@ import (
 	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
 )
 
-// reportCommands reports the commands per operation since (scripts0, total0).
-func reportCommands(b *testing.B, srv *testredis.Server, scripts0, total0 int64, unit string) {
+// redisUsage is what a server has run and spent so far, read before and after the
+// operations a benchmark measures.
+type redisUsage struct {
+	scripts, total int64
+	cpu            time.Duration
+}
+
+func usageOf(b *testing.B, srv *testredis.Server) redisUsage {
 	scripts, total := srv.Commands(b)
-	b.ReportMetric(float64(scripts-scripts0)/float64(b.N), "evalsha/"+unit)
-	b.ReportMetric(float64(total-total0)/float64(b.N), "redis_cmds/"+unit)
+	return redisUsage{scripts, total, srv.CPU(b)}
+}
+
+// reportCommands reports the round trips, commands and Redis CPU time per operation
+// since u0. The CPU time is the figure a fleet's one Redis runs out of first, and the
+// one a busy machine moves least.
+func reportCommands(b *testing.B, srv *testredis.Server, u0 redisUsage, unit string) {
+	u := usageOf(b, srv)
+	b.ReportMetric(float64(u.scripts-u0.scripts)/float64(b.N), "evalsha/"+unit)
+	b.ReportMetric(float64(u.total-u0.total)/float64(b.N), "redis_cmds/"+unit)
+	b.ReportMetric(float64((u.cpu-u0.cpu).Microseconds())/float64(b.N), "redis_cpu_µs/"+unit)
 }
 
 var benchLimits = waitingroom.Limits{Capacity: 1, SessionTTL: time.Hour, QueueTTL: time.Hour}
@@ -44,7 +59,7 @@ func BenchmarkJoin(b *testing.B) {
 // benchJoins joins b.N new visitors one after another and reports the commands each cost.
 func benchJoins(b *testing.B, srv *testredis.Server, s *roomStore) {
 	ctx, now := context.Background(), time.Now()
-	scripts, total := srv.Commands(b)
+	u0 := usageOf(b, srv)
 	b.ResetTimer()
 	for range b.N {
 		if _, err := s.Join(ctx, waitingroom.NewVisitorID(), now, benchLimits); err != nil {
@@ -52,14 +67,14 @@ func benchJoins(b *testing.B, srv *testredis.Server, s *roomStore) {
 		}
 	}
 	b.StopTimer()
-	reportCommands(b, srv, scripts, total, "join")
+	reportCommands(b, srv, u0, "join")
 }
 
 // BenchmarkJoinParallel is BenchmarkJoin from many goroutines, as a busy instance.
 func BenchmarkJoinParallel(b *testing.B) {
 	srv, s := benchStore(b)
 	ctx, now := context.Background(), time.Now()
-	scripts, total := srv.Commands(b)
+	u0 := usageOf(b, srv)
 	b.SetParallelism(8)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -71,7 +86,7 @@ func BenchmarkJoinParallel(b *testing.B) {
 		}
 	})
 	b.StopTimer()
-	reportCommands(b, srv, scripts, total, "join")
+	reportCommands(b, srv, u0, "join")
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "joins/s")
 }
 
@@ -141,7 +156,7 @@ func BenchmarkPositions(b *testing.B) {
 				}
 			}
 			out := make([]int, len(tickets))
-			scripts, total := srv.Commands(b)
+			u0 := usageOf(b, srv)
 			b.ResetTimer()
 			for range b.N {
 				if err := s.Positions(ctx, tickets, out); err != nil {
@@ -149,7 +164,7 @@ func BenchmarkPositions(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			reportCommands(b, srv, scripts, total, "call")
+			reportCommands(b, srv, u0, "call")
 			if out[len(out)-1] != n-(n+9)/10 {
 				b.Fatalf("last waiter at %d, want %d", out[len(out)-1], n-(n+9)/10)
 			}

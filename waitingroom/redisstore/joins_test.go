@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -138,4 +139,114 @@ func TestLoneJoins(t *testing.T) {
 	if err != nil || st.State != waitingroom.Queued || st.Position != stats.Waiting {
 		t.Fatalf("the join after a canceled one: %+v, %v, with %d waiting", st, err, stats.Waiting)
 	}
+}
+
+// One join script call for a batch leaves the room exactly as the same visitors
+// joining one call each, and as the Store contract says: the same answers, counters
+// and positions, and the same waiters kept, dropped and admitted by the step after.
+// The batch reads the room once and writes its waiters together at the end, so this
+// covers what that could get wrong: sessions that lapse before and during the batch,
+// admissions at join until the room is full, a batch that crosses a heard bucket (256
+// tickets) and spans the queue TTL's cutoff, a fresh queue (new base and epoch), an id
+// given twice in one batch, and a waiter who joins again.
+func TestJoinBatchIsJoinsOneByOne(t *testing.T) {
+	srv := testredis.Start(t)
+	mod := provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(5 * time.Second)})
+	batched, lone := open(t, mod), open(t, mod)
+	ctx, t0 := context.Background(), time.Unix(1_800_000_000, 0)
+	lim := waitingroom.Limits{Capacity: 5, SessionTTL: time.Minute, QueueTTL: 30 * time.Second}
+
+	visitor := func(now time.Time) *joinRequest {
+		return &joinRequest{id: waitingroom.NewVisitorID(), now: now, lim: lim}
+	}
+	var ids []waitingroom.VisitorID // every visitor queued, in arrival order
+	joined := map[waitingroom.VisitorID]time.Time{}
+	join := func(batch []*joinRequest) {
+		t.Helper()
+		got := batched.joinBatch(ctx, batch)
+		for i, req := range batch {
+			want := lone.joinBatch(ctx, []*joinRequest{req})[0]
+			if got[i].err != nil || want.err != nil || got[i].status != want.status {
+				t.Fatalf("visitor %d of a batch of %d: batched %+v (%v), one by one %+v (%v)",
+					i, len(batch), got[i].status, got[i].err, want.status, want.err)
+			}
+			if _, ok := joined[req.id]; !ok && got[i].status.State == waitingroom.Queued {
+				ids = append(ids, req.id)
+				joined[req.id] = req.now
+			}
+		}
+	}
+	compare := func(when string, want waitingroom.Stats) {
+		t.Helper()
+		bs, err1 := batched.Stats(ctx)
+		ls, err2 := lone.Stats(ctx)
+		if err1 != nil || err2 != nil || bs != ls || bs.Active != want.Active || bs.Waiting != want.Waiting {
+			t.Fatalf("%s: stats batched %+v (%v), one by one %+v (%v); want %d active, %d waiting",
+				when, bs, err1, ls, err2, want.Active, want.Waiting)
+		}
+		for _, id := range ids {
+			// Status hears a waiter too; at t0 that moves no one's heard time forward.
+			b, err1 := batched.Status(ctx, id, t0)
+			l, err2 := lone.Status(ctx, id, t0)
+			if err1 != nil || err2 != nil || b != l {
+				t.Fatalf("%s: visitor %v batched %+v (%v), one by one %+v (%v)", when, id, b, err1, l, err2)
+			}
+		}
+	}
+
+	// Three sessions that lapsed before t0, and one that lapses 450 ms into a burst of
+	// a visitor every 100 ms from t0: the lapsed slots are free at once, so four are
+	// admitted and the fifth finds the room full; the fourth session is gone by the
+	// end of the burst, whose waiters fill more than one bucket.
+	old := t0.Add(-2 * lim.SessionTTL)
+	join([]*joinRequest{visitor(old), visitor(old), visitor(old), visitor(t0.Add(450*time.Millisecond - lim.SessionTTL))})
+	var burst []*joinRequest
+	for i := range 300 {
+		burst = append(burst, visitor(t0.Add(time.Duration(i)*100*time.Millisecond)))
+	}
+	burst = append(burst, burst[2], burst[40]) // admitted, and queued, earlier in the batch
+	join(burst)
+	join([]*joinRequest{burst[100], visitor(t0.Add(31 * time.Second)), burst[2]}) // a waiter, someone new, an admitted one
+	compare("after the joins", waitingroom.Stats{Active: 4, Waiting: 300 - 4 + 1})
+
+	// Every third waiter is heard at t0+20s. At t0+45s the others who joined by t0+15s
+	// have been silent for over queue_ttl and are dropped, and the one free slot goes
+	// to the head, who was heard.
+	var heard []waitingroom.VisitorID
+	silent := 0
+	for i, id := range ids {
+		if i%3 == 0 {
+			heard = append(heard, id)
+		} else if !joined[id].After(t0.Add(15 * time.Second)) {
+			silent++
+		}
+	}
+	for _, s := range []*roomStore{batched, lone} {
+		if err := s.Heartbeat(ctx, heard, t0.Add(20*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bs, err1 := batched.Step(ctx, t0.Add(45*time.Second), lim)
+	ls, err2 := lone.Step(ctx, t0.Add(45*time.Second), lim)
+	if err1 != nil || err2 != nil || bs.Abandoned != ls.Abandoned || !slices.Equal(bs.Admitted, ls.Admitted) {
+		t.Fatalf("step: batched %+v (%v), one by one %+v (%v)", bs, err1, ls, err2)
+	}
+	if bs.Abandoned != silent || !slices.Equal(bs.Admitted, heard[:1]) {
+		t.Fatalf("step dropped %d and admitted %v; want %d dropped and %v", bs.Abandoned, bs.Admitted, silent, heard[:1])
+	}
+	compare("after the step", waitingroom.Stats{Active: 5, Waiting: 300 - 4 + 1 - silent - 1})
+
+	// The line empties, and the next batch starts a fresh queue.
+	for _, s := range []*roomStore{batched, lone} {
+		if err := s.Reset(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids = nil
+	var again []*joinRequest
+	for i := range 20 {
+		again = append(again, visitor(t0.Add(time.Hour+time.Duration(i)*time.Millisecond)))
+	}
+	join(again)
+	compare("a fresh queue", waitingroom.Stats{Active: 5, Waiting: 15})
 }

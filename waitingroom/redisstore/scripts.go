@@ -83,48 +83,106 @@ end
 // TTL (ms), rate count, rate window (ms), hold, no-queue, then (id, now) pairs. Returns
 // {state, ticket, position} per visitor, in order: each is decided exactly as if it had
 // come alone, one after the other, inside one atomic script.
+//
+// A command called from Lua costs Redis about as much as the little work most of these
+// do, and Redis is the one thing a fleet shares, so a batch reads what it needs once
+// and writes its queued visitors together at the end: their tickets run on from one
+// another, so their live bits, heard times and queue entries are a few commands for the
+// whole batch. A queued visitor then costs two lookups (is the id known already?) where
+// it cost eleven commands. Nothing else runs between the reads and the writes (a script
+// is atomic), and no decision in the batch reads what is still to be written: a visitor
+// admitted at join needs an empty queue, and the pending waiters are counted in waiting.
 var joinScript = redis.NewScript(prelude + `
 local cap, sttl = tonumber(ARGV[1]), tonumber(ARGV[2])
 local rate_n, rate_per, hold, noqueue = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5] == '1', ARGV[6] == '1'
 
+local waiting = redis.call('ZCARD', queue) -- the pending waiters included
+local swept, nactive = nil, nil            -- active swept up to swept - sttl, and its size then
+local latest = nil                         -- the latest arrival of a visitor not known before
+local ticket, base, epoch = nil, nil, nil  -- the last ticket issued, and the queue's base and epoch
+local seen = {}                            -- id -> its answer, should a batch repeat one
+
+-- The batch's waiters, written by flush: tickets first .. ticket, in order.
+local first, ids, heard_at_join = nil, {}, {}
+
+local function sweep_active(now)
+  if swept and now <= swept then return end
+  local gone = redis.call('ZREMRANGEBYSCORE', active, '-inf', now - sttl)
+  if nactive then nactive = nactive - gone else nactive = redis.call('ZCARD', active) end
+  swept = now
+end
+
 local function join(id, now)
+  if seen[id] then return seen[id] end
   if redis.call('ZSCORE', active, id) then return {2, 0, 0} end
   local t = redis.call('ZSCORE', queue, id)
   if t then return queued_status(tonumber(t), now) end
 
-  redis.call('ZREMRANGEBYSCORE', active, '-inf', now - sttl)
-  local waiting = redis.call('ZCARD', queue)
-  if waiting == 0 and not hold and redis.call('ZCARD', active) < cap and rate_budget(now, rate_n, rate_per) ~= 0 then
-    redis.call('ZADD', active, now, id)
-    redis.call('HINCRBY', meta, 'admitted_total', 1)
-    rate_record(now, rate_n, rate_per, 1)
-    return {2, 0, 0}
+  -- Every new arrival expires the lapsed sessions; only an admission needs that done
+  -- before it decides, the rest is done once, for the latest, at the end.
+  if not latest or now > latest then latest = now end
+  if waiting == 0 and not hold then
+    sweep_active(now)
+    if nactive < cap and rate_budget(now, rate_n, rate_per) ~= 0 then
+      redis.call('ZADD', active, now, id)
+      nactive = nactive + 1
+      redis.call('HINCRBY', meta, 'admitted_total', 1)
+      rate_record(now, rate_n, rate_per, 1)
+      return {2, 0, 0}
+    end
   end
   if noqueue then return {3, 0, 0} end
 
-  t = redis.call('HINCRBY', meta, 'ticket', 1)
-  local base, epoch
+  if not ticket then
+    local v = redis.call('HMGET', meta, 'ticket', 'base', 'epoch')
+    ticket, base, epoch = tonumber(v[1] or 0), tonumber(v[2]), tonumber(v[3])
+  end
+  ticket = ticket + 1
   if waiting == 0 then
-    base, epoch = t, now
+    base, epoch = ticket, now
     redis.call('HSET', meta, 'base', base, 'epoch', epoch)
     redis.call('DEL', live, heard, buckets)
-  else
-    base, epoch = epoch_of()
   end
-  local off, r = t - base, rel(now, epoch)
-  redis.call('SETBIT', live, off, 1)
-  redis.call('SETRANGE', heard, off * 4, struct.pack('>I4', r))
-  redis.call('ZADD', buckets, 'LT', r, math.floor(off / BUCKET))
-  redis.call('ZADD', queue, t, id)
-  return {1, t, waiting + 1}
+  first = first or ticket
+  ids[#ids + 1] = id
+  heard_at_join[#heard_at_join + 1] = rel(now, epoch)
+  waiting = waiting + 1
+  return {1, ticket, waiting}
+end
+
+-- Writes the batch's waiters: per waiter a live bit, a heard time and a queue entry,
+-- each kind in one command; each bucket's score lowered to its lowest heard time.
+local function flush()
+  if latest and not (swept and latest <= swept) then
+    redis.call('ZREMRANGEBYSCORE', active, '-inf', latest - sttl)
+  end
+  if not first then return end
+  redis.call('HSET', meta, 'ticket', ticket)
+  local bits, times, entries, lowest = {}, {}, {}, {}
+  for i, id in ipairs(ids) do
+    local t, r = first + i - 1, heard_at_join[i]
+    local off = t - base
+    bits[#bits + 1], bits[#bits + 2], bits[#bits + 3], bits[#bits + 4] = 'SET', 'u1', off, 1
+    times[i] = struct.pack('>I4', r)
+    entries[#entries + 1], entries[#entries + 2] = t, id
+    local b = math.floor(off / BUCKET)
+    if not lowest[b] or r < lowest[b] then lowest[b] = r end
+  end
+  redis.call('BITFIELD', live, unpack(bits))
+  redis.call('SETRANGE', heard, (first - base) * 4, table.concat(times))
+  for b, r in pairs(lowest) do redis.call('ZADD', buckets, 'LT', r, b) end
+  redis.call('ZADD', queue, unpack(entries))
 end
 
 local out = {}
 for i = 7, #ARGV, 2 do
-  local r = join(ARGV[i], tonumber(ARGV[i + 1]))
+  local id = ARGV[i]
+  local r = join(id, tonumber(ARGV[i + 1]))
+  seen[id] = r
   local n = #out
   out[n + 1], out[n + 2], out[n + 3] = r[1], r[2], r[3]
 end
+flush()
 return out
 `)
 
