@@ -43,7 +43,7 @@ func (b *httpBench) probe(ctx context.Context) error {
 		switch kind {
 		case "bare", "admitted":
 			ok = body == "ok"
-		case "bare page":
+		case "bare page", "bare 3 KB":
 			ok = strings.Trim(body, "x") == "" && len(body) > 1000
 		case "new":
 			ok = body == "ok" && cookie == "waiting_room_new"

@@ -34,7 +34,7 @@ func TestHTTPAndStoreSections(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	want := map[string]int{"machine": 1, "http": 2 * (2*4 + 1), "store": 4 + 2*2*len(scaleFor(o).sizes)}
+	want := map[string]int{"machine": 1, "http": 2 * (2*4 + 3), "store": 4 + 2*2*len(scaleFor(o).sizes)}
 	got := map[string]int{}
 	for _, r := range rows {
 		got[r.section]++

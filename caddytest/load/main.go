@@ -62,7 +62,7 @@ func main() {
 	flag.IntVar(&o.instances, "instances", 6, "Caddy processes sharing one Redis in the ws section")
 	flag.IntVar(&o.clients, "clients", 6, "client processes holding the WebSockets")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of each wrk round")
-	flag.IntVar(&o.rounds, "rounds", 3, "interleaved wrk rounds (medians are reported)")
+	flag.IntVar(&o.rounds, "rounds", 5, "interleaved wrk rounds (medians are reported)")
 	flag.StringVar(&o.profiles, "profiles", "", "folder to write CPU and heap profiles of the Caddy processes into")
 	flag.BoolVar(&o.markdown, "markdown", false, "print the table as Markdown")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's folder (Caddyfiles and every process's log) and print its path")
