@@ -102,8 +102,10 @@ local latest = nil                         -- the latest arrival of a visitor no
 local ticket, base, epoch = nil, nil, nil  -- the last ticket issued, and the queue's base and epoch
 local seen = {}                            -- id -> its answer, should a batch repeat one
 
--- The batch's waiters, written by flush: tickets first .. ticket, in order.
-local first, ids, heard_at_join = nil, {}, {}
+-- What flush writes for the batch's waiters, gathered as they join: live bits to set
+-- (BITFIELD operations), heard times from offset first on, queue entries, and each
+-- bucket's lowest heard time.
+local first, bits, times, entries, lowest = nil, {}, {}, {}, {}
 
 local function sweep_active(now)
   if swept and now <= swept then return end
@@ -143,33 +145,30 @@ local function join(id, now)
     redis.call('HSET', meta, 'base', base, 'epoch', epoch)
     redis.call('DEL', live, heard, buckets)
   end
-  first = first or ticket
-  ids[#ids + 1] = id
-  heard_at_join[#heard_at_join + 1] = rel(now, epoch)
+  local off, r = ticket - base, rel(now, epoch)
+  first = first or off
+  local n = #bits
+  bits[n + 1], bits[n + 2], bits[n + 3], bits[n + 4] = 'SET', 'u1', off, 1
+  times[#times + 1] = struct.pack('>I4', r)
+  n = #entries
+  entries[n + 1], entries[n + 2] = ticket, id
+  local b = math.floor(off / BUCKET)
+  if not lowest[b] or r < lowest[b] then lowest[b] = r end
   waiting = waiting + 1
   return {1, ticket, waiting}
 end
 
--- Writes the batch's waiters: per waiter a live bit, a heard time and a queue entry,
--- each kind in one command; each bucket's score lowered to its lowest heard time.
+-- Writes the batch's waiters: their live bits, heard times and queue entries, each
+-- kind in one command (their tickets, so their offsets, run on from one another), and
+-- each bucket's score lowered to its lowest heard time.
 local function flush()
   if latest and not (swept and latest <= swept) then
     redis.call('ZREMRANGEBYSCORE', active, '-inf', latest - sttl)
   end
   if not first then return end
   redis.call('HSET', meta, 'ticket', ticket)
-  local bits, times, entries, lowest = {}, {}, {}, {}
-  for i, id in ipairs(ids) do
-    local t, r = first + i - 1, heard_at_join[i]
-    local off = t - base
-    bits[#bits + 1], bits[#bits + 2], bits[#bits + 3], bits[#bits + 4] = 'SET', 'u1', off, 1
-    times[i] = struct.pack('>I4', r)
-    entries[#entries + 1], entries[#entries + 2] = t, id
-    local b = math.floor(off / BUCKET)
-    if not lowest[b] or r < lowest[b] then lowest[b] = r end
-  end
   redis.call('BITFIELD', live, unpack(bits))
-  redis.call('SETRANGE', heard, (first - base) * 4, table.concat(times))
+  redis.call('SETRANGE', heard, first * 4, table.concat(times))
   for b, r in pairs(lowest) do redis.call('ZADD', buckets, 'LT', r, b) end
   redis.call('ZADD', queue, unpack(entries))
 end
