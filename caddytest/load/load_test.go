@@ -19,7 +19,8 @@ func TestMain(m *testing.M) {
 
 // The ws and latency sections at a tiny scale, asserting what must hold at any scale
 // and on any machine: every waiter connected, none lost its socket, was admitted or
-// heard nothing while it waited, and every admission sample arrived. The timing and
+// heard nothing while it waited, and every admission sample arrived; with the line
+// moving, some were admitted and the rest neither lost their socket nor went unheard. The timing and
 // memory figures are measurements, not assertions: they are the table's business.
 func TestWebSocketSections(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -50,6 +51,12 @@ func TestWebSocketSections(t *testing.T) {
 		if r.value != "0" {
 			t.Errorf("idle window %d: %s waiters lost their socket, were admitted or heard nothing", i+1, r.value)
 		}
+	}
+	if got := find("ws", "sockets ended without an admission, or silent throughout")[0].value; got != "0" {
+		t.Errorf("with the line moving: %s waiters lost their socket or heard nothing", got)
+	}
+	if got := find("ws", "told admitted (the line moved for them)")[0].value; got == "0" {
+		t.Errorf("with the line moving: nobody was admitted from the head")
 	}
 	if got := find("ws", `slot freed → "admitted"`)[0].value; got != "5" {
 		t.Errorf("admission samples under load: %s of 5", got)

@@ -185,12 +185,36 @@ func checkout(client *http.Client, addr, cookie string) error {
 	return nil
 }
 
+// pushRound is the hub's push round (waitingroom's pushEvery): a changed position goes
+// out at the next one.
+const pushRound = 500 * time.Millisecond
+
+// admitFromHead has the admin API of in admit n waiters from the head of the ws room.
+func admitFromHead(ctx context.Context, in *instance, n int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.admin+"/waiting_room/"+wsRoom+"/admit",
+		strings.NewReader(fmt.Sprintf(`{"count": %d}`, n)))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("admitting from the head: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("admitting from the head: status %d: %s", resp.StatusCode, body)
+	}
+	return nil
+}
+
 // latencyRows are the figures of a set of samples; label says under which load.
 func latencyRows(label string, s admissionSamples) []row {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 	adm, rev := append([]time.Duration(nil), s.admission...), append([]time.Duration(nil), s.revoke...)
 	p50, p99, worst := percentile(adm, 0.5), percentile(adm, 0.99), percentile(adm, 1)
-	round := ms(500 * time.Millisecond)
+	round := ms(pushRound)
 	return []row{
 		{figure: fmt.Sprintf("slot freed → \"admitted\" on another instance, %s: samples", label),
 			value: fmt.Sprint(len(adm))},

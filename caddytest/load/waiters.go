@@ -85,18 +85,18 @@ type growAnswer struct {
 // heard during the window, and this process's own aggregates of the same.
 type waitersReport struct {
 	WindowSeconds float64 `json:"window_seconds"`
-	MaxGapMillis  []int   `json:"max_gap_ms"` // the longest silence, the open one at the end included
+	MaxGapMillis  []int   `json:"max_gap_ms"` // the longest silence, the open one at the end included; not of those admitted
 	Messages      []int   `json:"messages"`
 	Ended         []bool  `json:"ended"` // the socket ended (error or close) at some point
 	Admitted      int     `json:"admitted"`
 
-	Within int `json:"within_bound"` // waiters whose longest silence (arrivals) is within -bound
+	Within int `json:"within_bound"` // waiters still waiting whose longest silence (arrivals) is within -bound
 	P50    int `json:"p50_ms"`
 	P99    int `json:"p99_ms"`
 	MaxGap int `json:"max_ms"`
 	// Each waiter's longest silence as the client process read its messages.
 	ReadMaxGapMillis []int `json:"read_max_gap_ms"`
-	EndedN           int   `json:"ended_count"`
+	EndedN           int   `json:"ended_count"` // sockets that ended without an admission
 	Waiters          int   `json:"waiters"`
 }
 
@@ -247,13 +247,16 @@ func (s *waiterSet) report(bound time.Duration) waitersReport {
 	gaps := make([]int, 0, len(s.waiters))
 	for _, w := range s.waiters {
 		w.mu.Lock()
-		gap := w.arrival.longest(now)
-		rep.MaxGapMillis = append(rep.MaxGapMillis, int(gap.Milliseconds()))
 		rep.Messages = append(rep.Messages, w.messages)
 		rep.Ended = append(rep.Ended, w.ended)
 		if w.admitted {
+			// Done waiting: its socket ends, and its silence after that is nobody's.
 			rep.Admitted++
+			w.mu.Unlock()
+			continue
 		}
+		gap := w.arrival.longest(now)
+		rep.MaxGapMillis = append(rep.MaxGapMillis, int(gap.Milliseconds()))
 		if w.ended {
 			rep.EndedN++
 		}

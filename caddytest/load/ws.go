@@ -40,6 +40,9 @@ const (
 	silenceBound    = promisedSilence
 )
 
+// wsRoom is the room every instance of the section serves.
+const wsRoom = "load_ws"
+
 // wsPlan is the scale of a run.
 type wsPlan struct {
 	populations []int         // waiters held at each idle window; the last is the full load
@@ -47,6 +50,8 @@ type wsPlan struct {
 	window      time.Duration // the idle window at the smaller populations
 	hold        time.Duration // the idle window at full load
 	probes      int           // admission samples under full load
+	// movePerRound is how many the moving window admits from the head each round.
+	movePerRound int
 }
 
 func planWS(o options) wsPlan {
@@ -56,7 +61,7 @@ func planWS(o options) wsPlan {
 		// A window of 10 s or more holds one heartbeat round of every instance (each
 		// hears its waiters every 10 s), so the all-commands figure is not luck of phase.
 		settle: 3 * time.Second, window: 10 * time.Second, hold: 20 * time.Second,
-		probes: 30,
+		probes: 30, movePerRound: 20,
 	}
 	if o.quick {
 		p.settle, p.window, p.hold, p.probes = time.Second, 2*time.Second, 3*time.Second, 5
@@ -135,7 +140,47 @@ func runWS(ctx context.Context, r *rig, o options) ([]row, error) {
 	fmt.Fprintf(os.Stderr, "   timing %d admissions under that load…\n", len(probes))
 	s, err := timeAdmissions(ctx, f.addrs, holder, probes)
 	rows = append(rows, latencyRows(fmt.Sprintf("%s waiters held", num(float64(g.connected))), s)...)
-	return rows, err
+	if err != nil {
+		return rows, err
+	}
+	// Last, as it admits from the head: the line moves, as it does in a sale.
+	w, err := f.moving(ctx, plan.window, plan.movePerRound)
+	if err != nil {
+		return rows, err
+	}
+	w.waiters = g.connected
+	return append(rows, heardRows(w)...), nil
+}
+
+// moving is an idle window but for the line: every push round, the admin API admits
+// movePerRound waiters from the head, so every waiter's position changes every round
+// and each is owed a message every round, not every resend; 100k waiters then ask
+// for four times the messages of an idle line. Those admitted are told so and leave;
+// the rows count the rest.
+func (f *wsFleet) moving(ctx context.Context, d time.Duration, movePerRound int) (idleWindow, error) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var admitErr error
+	wg.Go(func() {
+		t := time.NewTicker(pushRound)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			if err := admitFromHead(ctx, f.ins[0], movePerRound); err != nil {
+				admitErr = err
+				return
+			}
+		}
+	})
+	w, err := f.idle(ctx, d)
+	close(stop)
+	wg.Wait()
+	w.moving = movePerRound
+	return w, errors.Join(err, admitErr)
 }
 
 func (f *wsFleet) start(o options) error {
@@ -145,7 +190,7 @@ func (f *wsFleet) start(o options) error {
 	}
 	f.groups = map[string][]*proc{"Redis": {f.red.proc}}
 	for i := range o.instances {
-		in, err := f.r.startCaddy(fmt.Sprintf("ws-caddy%d", i), caddyConfig{"site": roomSite("load_ws", f.red.addr)})
+		in, err := f.r.startCaddy(fmt.Sprintf("ws-caddy%d", i), caddyConfig{"site": roomSite(wsRoom, f.red.addr)})
 		if err != nil {
 			return err
 		}
@@ -208,9 +253,11 @@ func (f *wsFleet) grow(ctx context.Context, pop int, g *growth) error {
 	return nil
 }
 
-// An idleWindow is what one window measured while nobody joined or was admitted.
+// An idleWindow is what one window measured while nobody joined or was admitted (or,
+// with moving > 0, while that many were admitted from the head every push round).
 type idleWindow struct {
 	waiters int
+	moving  int
 	redis   redisRates
 	cores   map[string]float64 // what each group of processes used
 	heard   []waitersReport    // each client's

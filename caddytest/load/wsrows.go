@@ -49,6 +49,11 @@ func heardRows(w idleWindow) []row {
 			}
 		}
 	}
+	waiting, what := w.waiters, fmt.Sprintf("%.0f s idle", secs)
+	if w.moving > 0 {
+		// Those admitted are done waiting (and are the ones the line moved for).
+		waiting, what = w.waiters-admitted, fmt.Sprintf("%.0f s with the line moving (%d admitted from the head every %v)", secs, w.moving, pushRound)
+	}
 	perSecond := float64(messages) / secs
 	micros := func(cores float64) string { return fmt.Sprintf("%.0f µs", cores/max(perSecond, 1)*1e6) }
 	sec := func(ms int) string { return fmt.Sprintf("%.2f s", float64(ms)/1000) }
@@ -56,21 +61,29 @@ func heardRows(w idleWindow) []row {
 		return sec(percentile(v, 0.5)) + " / " + sec(percentile(v, 0.99)) + " / " + sec(percentile(v, 1))
 	}
 	p99 := percentile(gaps, 0.99)
-	return []row{
-		ratioRow(fmt.Sprintf("%s waiters, %.0f s idle: told at least every %v (longest silence at the socket ≤ %v)",
-			num(float64(w.waiters)), secs, promisedSilence, silenceBound),
-			float64(within), float64(w.waiters), "waiters", 1),
+	rows := []row{
+		ratioRow(fmt.Sprintf("%s waiters, %s: told at least every %v (longest silence at the socket ≤ %v)",
+			num(float64(waiting)), what, promisedSilence, silenceBound),
+			float64(within), float64(waiting), "waiters", 1),
 		{figure: "  longest silence per waiter, by when messages reached the socket: p50 / p99 / max",
 			value:  spread(gaps),
 			target: "p99 ≤ " + silenceBound.String(), verdict: verdict(len(gaps) > 0 && time.Duration(p99)*time.Millisecond <= silenceBound)},
 		{figure: "  … by when the client process read them (its own lateness added)", value: spread(readGaps)},
-		{figure: "  sockets ended, told admitted, or silent throughout", value: fmt.Sprint(ended + admitted + silent),
-			target: "0", verdict: verdict(ended+admitted+silent == 0)},
-		{figure: fmt.Sprintf("  cores used (of %d, on a shared machine)", runtime.NumCPU()),
-			value: formatCores(w.cores)},
-		{figure: "  messages pushed; CPU ÷ messages: Caddy / clients",
-			value: fmt.Sprintf("%s /s; %s / %s", num(perSecond), micros(w.cores["Caddy"]), micros(w.cores["clients"]))},
 	}
+	if w.moving > 0 {
+		rows = append(rows,
+			row{figure: "  told admitted (the line moved for them)", value: fmt.Sprint(admitted)},
+			row{figure: "  sockets ended without an admission, or silent throughout", value: fmt.Sprint(ended + silent),
+				target: "0", verdict: verdict(ended+silent == 0)})
+	} else {
+		rows = append(rows, row{figure: "  sockets ended, told admitted, or silent throughout", value: fmt.Sprint(ended + admitted + silent),
+			target: "0", verdict: verdict(ended+admitted+silent == 0)})
+	}
+	return append(rows,
+		row{figure: fmt.Sprintf("  cores used (of %d, on a shared machine)", runtime.NumCPU()),
+			value: formatCores(w.cores)},
+		row{figure: "  messages pushed; CPU ÷ messages: Caddy / clients",
+			value: fmt.Sprintf("%s /s; %s / %s", num(perSecond), micros(w.cores["Caddy"]), micros(w.cores["clients"]))})
 }
 
 func memoryRows(before, after fleetState, held int) []row {
