@@ -27,6 +27,8 @@ type pushRound struct {
 
 	frame    []byte // the last message framed in this tick
 	framedAt int    // the position frame is for; 0 when none is framed yet
+
+	changeGap time.Duration // for this list's size (see changeGap)
 }
 
 // resend is one message written to a socket at at, which makes the socket owed
@@ -77,6 +79,7 @@ func (p *pushRound) collect(hb *hub) {
 		p.positions = make([]int, len(p.ids))
 	}
 	p.positions = p.positions[:len(p.ids)]
+	p.changeGap = changeGap(len(p.waiters))
 }
 
 // heartbeat tells the store that the waiters last heard of every ago or more are
@@ -169,7 +172,7 @@ func (p *pushRound) apply(hb *hub, now time.Time) {
 }
 
 // resendDue writes again to every socket that has heard nothing for resendAfter: the
-// position it was last offered, with the figures of now. The queue of messages
+// latest position the store gave it, with the figures of now. The queue of messages
 // written is in the order they went out, so the sockets owed a resend are at its
 // front, and a tick costs what it resends, not a look at every waiter: the hub ticks
 // often (resendEvery), so that a resend goes out close to when it is owed and the
@@ -196,7 +199,7 @@ func (p *pushRound) resendDue(hb *hub, now time.Time) {
 		if o.h == nil {
 			o = p.figures(hb, now)
 		}
-		p.offer(&o, r.s, r.s.lastPosition)
+		p.offer(&o, r.s, r.s.knownPosition) // the latest, which a busy line may not have told yet
 	}
 	if p.head > 1024 && p.head > len(p.resends)/2 {
 		n := copy(p.resends, p.resends[p.head:])
@@ -236,7 +239,7 @@ func (p *pushRound) offerAll(hb *hub, o *figures, ws *waiterSockets, position in
 // will be owed. A message is framed once for all the sockets of a waiter: within a
 // tick it depends on the position alone. Hub goroutine only.
 func (p *pushRound) offer(o *figures, s *socket, position int) {
-	if !s.due(position, o.now) {
+	if !s.due(position, o.now, p.changeGap) {
 		return
 	}
 	if p.framedAt != position {

@@ -187,3 +187,56 @@ func TestResendQueueWritesWhenOwedAndOnlyThen(t *testing.T) {
 		t.Fatalf("%d resends queued for %d open sockets: stale entries are kept", queued, n-1)
 	}
 }
+
+// While the line moves every round, as in a sale, a waiter of a small instance hears
+// every round, and one of a crowded instance hears less often: never less than every
+// maxSilence and no more than the instance's change budget allows. Every message
+// carries the latest position the store gave, a resend that comes before the move
+// was told too. Rounds come every pushEvery and resend ticks every resendEvery, each
+// up to a quarter tick late, on the test's own clock.
+func TestAMovingLineIsToldWithinTheBudget(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	for _, waiters := range []int{100, 5_000, 10_000, 17_000, 100_000} {
+		hb := newHub(tr.h.room)
+		s := &socket{hb: hb, id: VisitorID{1}, done: true} // takes every push, writes nothing
+		hb.add(s.id, 1, s)
+		var p pushRound
+		p.collect(hb)
+		p.changeGap = changeGap(waiters) // as for a hub of that many
+
+		rng := rand.New(rand.NewPCG(uint64(waiters), 1))
+		start := time.Unix(1_800_000_000, 0)
+		position, last, messages := 1_000_000, start, 0
+		const ticks = 3000 // 60 s
+		for k := 0; k <= ticks; k++ {
+			now := start.Add(time.Duration(k)*resendEvery + time.Duration(rng.Int64N(int64(resendEvery/4))))
+			before := s.lastOffered
+			if k%int(pushEvery/resendEvery) == 0 {
+				position -= 20 // a round: twenty were admitted from the head
+				o := p.figures(hb, now)
+				p.answered = now
+				p.offerAll(hb, &o, p.waiters[0].ws, position)
+			} else {
+				p.resendDue(hb, now)
+			}
+			if s.lastOffered.Equal(before) {
+				continue
+			}
+			if s.lastPosition != position {
+				t.Fatalf("%d waiters: a message at %v told position %d, the latest being %d", waiters, now.Sub(start), s.lastPosition, position)
+			}
+			if silence := now.Sub(last); k > 0 && silence > maxSilence-resendSlack+resendEvery/2 {
+				t.Fatalf("%d waiters: a silence of %v", waiters, silence)
+			}
+			last = now
+			messages++
+		}
+		// Every round for a small instance; for a crowded one, the budget shared out,
+		// or the resends' pace where that is faster.
+		perSecond := float64(messages) / (ticks * resendEvery).Seconds()
+		want := max(min(1/pushEvery.Seconds(), changeBudget/float64(waiters)), 1/resendAfter.Seconds())
+		if perSecond > want*1.05 || perSecond < want*0.9 {
+			t.Fatalf("%d waiters: %.2f messages a second to a waiter; want %.2f", waiters, perSecond, want)
+		}
+	}
+}

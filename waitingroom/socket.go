@@ -79,10 +79,12 @@ type socket struct {
 	writing  bool // a writer goroutine is on its way or running
 	done     bool // the writer closed the connection: nothing more is written
 
-	// Kept by the hub goroutine only: the position it last offered, and when.
-	lastPosition int
-	lastOffered  time.Time
-	gone         atomic.Bool // removed from the hub (the hub's resends skip it)
+	// Kept by the hub goroutine only: the position it last wrote, and when; and the
+	// latest the store gave, which may not have been written yet (see due).
+	lastPosition  int
+	lastOffered   time.Time
+	knownPosition int
+	gone          atomic.Bool // removed from the hub (the hub's resends skip it)
 }
 
 // resendAfter is how long an unchanged position goes unsent. A waiter must hear
@@ -92,17 +94,38 @@ type socket struct {
 const resendAfter = maxSilence - resendSlack - resendEvery
 
 // due reports whether a position message, offered at now, is to be written: the
-// position changed, or the waiter has heard nothing for resendAfter. If so it is
-// recorded as offered. The other figures (people waiting, the ETA) ride along and are
-// never older than that: they change with every arrival, and pushing them at once
-// would cost, during a surge of arrivals, a message per waiter per round (200,000 a
-// second at 100,000 waiters) to move a count. Hub goroutine only.
-func (s *socket) due(position int, now time.Time) bool {
-	if position == s.lastPosition && now.Sub(s.lastOffered) < resendAfter {
+// waiter has heard nothing for resendAfter, or its position changed and its last
+// message is at least changeGap old (see changeGap). If so it is recorded as written;
+// either way position is what the next resend carries. The other figures (people
+// waiting, the ETA) ride along and are never older than that: they change with every
+// arrival, and pushing them at once would cost, during a surge of arrivals, a message
+// per waiter per round (200,000 a second at 100,000 waiters) to move a count. Hub
+// goroutine only.
+func (s *socket) due(position int, now time.Time, changeGap time.Duration) bool {
+	s.knownPosition = position
+	if silence := now.Sub(s.lastOffered); silence < resendAfter && (position == s.lastPosition || silence < changeGap) {
 		return false
 	}
 	s.lastPosition, s.lastOffered = position, now
 	return true
+}
+
+// changeBudget is about how many messages a second an instance spends on telling its
+// waiters that their place moved, beyond the resend every waiter gets within
+// maxSilence anyway. While the line moves (every round, in a sale), each waiter is owed
+// a message per round; up to changeBudget/2 waiters on an instance hear every round,
+// and above that the moves are told less often, down to the resends' own pace, so a
+// moving line costs an instance about max(changeBudget, waiters/resendAfter) messages
+// a second. Unbounded, 100,000 waiters would ask for 200,000 messages a second: more than
+// two cores can write, so every round ran late and the 2 s promise broke for half of
+// them (caddytest/load, the ws section's moving window).
+const changeBudget = 10_000
+
+// changeGap is the least time between two messages that tell a waiter of one instance
+// holding waiters waiters that its place moved. A round's worth of slack keeps a
+// round that comes a little early from missing its turn.
+func changeGap(waiters int) time.Duration {
+	return min(time.Duration(waiters)*time.Second/changeBudget, resendAfter) - pushEvery/4
 }
 
 // push tells the waiter the position message in frame (the caller may reuse frame).

@@ -31,7 +31,7 @@ func TestUnchangedPositionIsResentWithinMaxSilence(t *testing.T) {
 	const position = 7
 	start := time.Unix(1_800_000_000, 0)
 	last := start
-	if !s.due(position, start) {
+	if !s.due(position, start, changeGap(1)) {
 		t.Fatal("a new socket's first position was not due")
 	}
 	sent := 1
@@ -39,7 +39,7 @@ func TestUnchangedPositionIsResentWithinMaxSilence(t *testing.T) {
 	for k := 1; k <= ticks; k++ {
 		jitter := time.Duration(rng.Int64N(int64(resendEvery/2))) - resendEvery/4
 		now := start.Add(time.Duration(k)*resendEvery + jitter)
-		if !s.due(position, now) {
+		if !s.due(position, now, changeGap(1)) {
 			continue
 		}
 		if gap := now.Sub(last); gap > maxSilence-resendSlack+resendEvery/2 {
@@ -59,7 +59,7 @@ func TestUnchangedPositionIsResentWithinMaxSilence(t *testing.T) {
 	}
 
 	// A change goes out at the next round, however recent the last message.
-	if !s.due(position-1, last.Add(pushEvery)) {
+	if !s.due(position-1, last.Add(pushEvery), changeGap(1)) {
 		t.Fatal("a changed position was held back")
 	}
 }
