@@ -122,7 +122,7 @@ func (s *socket) due(position int, now time.Time, changeGap time.Duration) bool 
 const changeBudget = 10_000
 
 // changeGap is the least time between two messages that tell a waiter of one instance
-// holding waiters waiters that its place moved. A round's worth of slack keeps a
+// holding waiters waiters that its place moved. A quarter round of slack keeps a
 // round that comes a little early from missing its turn.
 func changeGap(waiters int) time.Duration {
 	return min(time.Duration(waiters)*time.Second/changeBudget, resendAfter) - pushEvery/4

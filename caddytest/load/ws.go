@@ -17,7 +17,8 @@ import (
 // waiter, and Redis commands for the position pushes that do not grow with the
 // waiters. It grows the crowd in three steps (1 %, 10 %, 100 %) and measures an idle
 // window at each, the last one longer; then it times admissions across instances
-// under that load (probe.go).
+// under that load (probe.go), and last measures a window with the line moving, as in
+// a sale (moving).
 func init() {
 	register(section{
 		name:  "ws",
