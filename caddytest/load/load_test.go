@@ -20,8 +20,9 @@ func TestMain(m *testing.M) {
 // The ws and latency sections at a tiny scale, asserting what must hold at any scale
 // and on any machine: every waiter connected, none lost its socket, was admitted or
 // heard nothing while it waited, and every admission sample arrived; with the line
-// moving, some were admitted and the rest neither lost their socket nor went unheard. The timing and
-// memory figures are measurements, not assertions: they are the table's business.
+// moving, some were admitted and the rest neither lost their socket nor went unheard.
+// The timing and memory figures are measurements, not assertions: they are the
+// table's business.
 func TestWebSocketSections(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
