@@ -190,14 +190,14 @@ func checkout(client *http.Client, addr, cookie string) error {
 const pushRound = 500 * time.Millisecond
 
 // admitFromHead has the admin API of in admit n waiters from the head of the ws room.
-func admitFromHead(ctx context.Context, in *instance, n int) error {
+func admitFromHead(ctx context.Context, client *http.Client, in *instance, n int) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.admin+"/waiting_room/"+wsRoom+"/admit",
 		strings.NewReader(fmt.Sprintf(`{"count": %d}`, n)))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("admitting from the head: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -162,6 +163,8 @@ func (f *wsFleet) moving(ctx context.Context, d time.Duration, movePerRound int)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var admitErr error
+	client := &http.Client{Timeout: handshakeTimeout}
+	defer client.CloseIdleConnections()
 	wg.Go(func() {
 		t := time.NewTicker(pushRound)
 		defer t.Stop()
@@ -171,7 +174,7 @@ func (f *wsFleet) moving(ctx context.Context, d time.Duration, movePerRound int)
 				return
 			case <-t.C:
 			}
-			if err := admitFromHead(ctx, f.ins[0], movePerRound); err != nil {
+			if err := admitFromHead(ctx, client, f.ins[0], movePerRound); err != nil {
 				admitErr = err
 				return
 			}
