@@ -97,7 +97,7 @@ local cap, sttl = tonumber(ARGV[1]), tonumber(ARGV[2])
 local rate_n, rate_per, hold, noqueue = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5] == '1', ARGV[6] == '1'
 
 local waiting = redis.call('ZCARD', queue) -- the pending waiters included
-local swept, nactive = nil, nil            -- active swept up to swept - sttl, and its size then
+local swept, nactive = nil, nil            -- active swept up to swept - sttl; its size, once read
 local latest = nil                         -- the latest arrival of a visitor not known before
 local ticket, base, epoch = nil, nil, nil  -- the last ticket issued, and the queue's base and epoch
 local seen = {}                            -- id -> its answer, should a batch repeat one
@@ -110,7 +110,7 @@ local first, bits, times, entries, lowest = nil, {}, {}, {}, {}
 local function sweep_active(now)
   if swept and now <= swept then return end
   local gone = redis.call('ZREMRANGEBYSCORE', active, '-inf', now - sttl)
-  if nactive then nactive = nactive - gone else nactive = redis.call('ZCARD', active) end
+  if nactive then nactive = nactive - gone end
   swept = now
 end
 
@@ -125,6 +125,7 @@ local function join(id, now)
   if not latest or now > latest then latest = now end
   if waiting == 0 and not hold then
     sweep_active(now)
+    nactive = nactive or redis.call('ZCARD', active)
     if nactive < cap and rate_budget(now, rate_n, rate_per) ~= 0 then
       redis.call('ZADD', active, now, id)
       nactive = nactive + 1
@@ -162,9 +163,7 @@ end
 -- kind in one command (their tickets, so their offsets, run on from one another), and
 -- each bucket's score lowered to its lowest heard time.
 local function flush()
-  if latest and not (swept and latest <= swept) then
-    redis.call('ZREMRANGEBYSCORE', active, '-inf', latest - sttl)
-  end
+  if latest then sweep_active(latest) end
   if not first then return end
   redis.call('HSET', meta, 'ticket', ticket)
   redis.call('BITFIELD', live, unpack(bits))
