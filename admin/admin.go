@@ -4,6 +4,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,88 +36,111 @@ func (Admin) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Routes returns the admin routes.
+// Routes returns the admin routes: everything under /waiting_room, routed by an
+// http.ServeMux of its own, so a room's name is one path segment whatever it holds
+// (%2F and all). Errors go back to Caddy's admin handler, which answers them as JSON.
 func (a *Admin) Routes() []caddy.AdminRoute {
+	mux := http.NewServeMux()
+	mux.Handle("GET /waiting_room/{$}", handle(a.list))
+	mux.Handle("GET /waiting_room/dashboard", handle(serveDashboard))
+	mux.Handle("GET /waiting_room/{room}", handle(withRoom(a.info)))
+	mux.Handle("PATCH /waiting_room/{room}", handle(withRoom(a.patch)))
+	mux.Handle("POST /waiting_room/{room}/admit", handle(withRoom(a.admit)))
+	mux.Handle("POST /waiting_room/{room}/reset", handle(withRoom(a.reset)))
+	mux.Handle("GET /waiting_room/{room}/preview", handle(withRoom(a.preview)))
+	mux.Handle("DELETE /waiting_room/{room}/visitors/{id}", handle(withRoom(a.removeVisitor)))
+	// The same paths with any other method: a JSON 405 naming the allowed ones, not
+	// ServeMux's plain-text one.
+	for pattern, allowed := range map[string][]string{
+		"/waiting_room/{$}":                  {http.MethodGet},
+		"/waiting_room/dashboard":            {http.MethodGet},
+		"/waiting_room/{room}":               {http.MethodGet, http.MethodPatch},
+		"/waiting_room/{room}/admit":         {http.MethodPost},
+		"/waiting_room/{room}/reset":         {http.MethodPost},
+		"/waiting_room/{room}/preview":       {http.MethodGet},
+		"/waiting_room/{room}/visitors/{id}": {http.MethodDelete},
+	} {
+		mux.Handle(pattern, handle(func(w http.ResponseWriter, r *http.Request) error {
+			return methodNotAllowed(r, allowed...)
+		}))
+	}
+	mux.Handle("/waiting_room/", handle(func(w http.ResponseWriter, r *http.Request) error {
+		return apiError(http.StatusNotFound, fmt.Errorf("no such resource: %s", r.URL.Path))
+	}))
+	serve := caddy.AdminHandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		if r.URL.Path == "/waiting_room" {
+			r.URL.Path = "/waiting_room/"
+		}
+		var res result
+		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), resultKey{}, &res)))
+		return res.err
+	})
 	return []caddy.AdminRoute{
-		{Pattern: "/waiting_room", Handler: caddy.AdminHandlerFunc(a.serve)},
-		{Pattern: "/waiting_room/", Handler: caddy.AdminHandlerFunc(a.serve)},
+		{Pattern: "/waiting_room", Handler: serve},
+		{Pattern: "/waiting_room/", Handler: serve},
 	}
 }
 
 // maxBody bounds request bodies; the largest valid one is a few dozen bytes.
 const maxBody = 64 << 10
 
-// serve routes /waiting_room/[<name>[/admit|/reset|/preview|/visitors/<id>]] and the
-// dashboard.
-func (a *Admin) serve(w http.ResponseWriter, r *http.Request) error {
-	rest := strings.Trim(strings.TrimPrefix(r.URL.Path, "/waiting_room"), "/")
-	parts := strings.Split(rest, "/")
-	switch {
-	case rest == "":
-		return a.list(w, r)
-	case rest == "dashboard":
-		return serveDashboard(w, r)
+// result carries a route's error from the mux back to Caddy's admin handler.
+type result struct{ err error }
+
+type resultKey struct{}
+
+// handle adapts a route that returns an error to the mux.
+func handle(route func(http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Context().Value(resultKey{}).(*result).err = route(w, r)
+	})
+}
+
+// withRoom looks up the room the path names, or answers 404.
+func withRoom(route func(http.ResponseWriter, *http.Request, waitingroom.AdminRoom) error) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		name := r.PathValue("room")
+		room, ok := waitingroom.LookupRoom(name)
+		if !ok {
+			return apiError(http.StatusNotFound, fmt.Errorf("no room named %q", name))
+		}
+		return route(w, r, room)
 	}
-	room, ok := waitingroom.LookupRoom(parts[0])
-	if !ok {
-		return apiError(http.StatusNotFound, fmt.Errorf("no room named %q", parts[0]))
-	}
-	switch {
-	case len(parts) == 1:
-		return a.room(w, r, room)
-	case len(parts) == 2 && parts[1] == "admit":
-		return a.admit(w, r, room)
-	case len(parts) == 2 && parts[1] == "reset":
-		return a.reset(w, r, room)
-	case len(parts) == 2 && parts[1] == "preview":
-		return a.preview(w, r, room)
-	case len(parts) == 3 && parts[1] == "visitors":
-		return a.removeVisitor(w, r, room, parts[2])
-	}
-	return apiError(http.StatusNotFound, fmt.Errorf("no such resource: %s", r.URL.Path))
 }
 
 func (a *Admin) list(w http.ResponseWriter, r *http.Request) error {
-	if err := allow(r, http.MethodGet); err != nil {
-		return err
-	}
-	infos := []waitingroom.RoomInfo{}
+	infos := []any{}
 	for _, room := range waitingroom.Rooms() {
 		info, err := room.Info(r.Context())
 		if err != nil {
-			return apiError(http.StatusServiceUnavailable, fmt.Errorf("room %q: %w", room.Name(), err))
+			return fmt.Errorf("room %q: %w", room.Name(), err)
 		}
 		infos = append(infos, info)
 	}
 	return writeJSON(w, infos)
 }
 
-func (a *Admin) room(w http.ResponseWriter, r *http.Request, room *waitingroom.Room) error {
-	switch r.Method {
-	case http.MethodGet:
-		info, err := room.Info(r.Context())
-		if err != nil {
-			return storeError(err)
-		}
-		return writeJSON(w, info)
-	case http.MethodPatch:
-		body, err := readBody(r)
-		if err != nil {
-			return err
-		}
-		info, err := room.Patch(r.Context(), body)
-		if err != nil {
-			return storeError(err)
-		}
-		return writeJSON(w, info)
-	}
-	return methodNotAllowed(r, http.MethodGet, http.MethodPatch)
-}
-
-func (a *Admin) admit(w http.ResponseWriter, r *http.Request, room *waitingroom.Room) error {
-	if err := allow(r, http.MethodPost); err != nil {
+func (a *Admin) info(w http.ResponseWriter, r *http.Request, room waitingroom.AdminRoom) error {
+	info, err := room.Info(r.Context())
+	if err != nil {
 		return err
 	}
+	return writeJSON(w, info)
+}
+
+func (a *Admin) patch(w http.ResponseWriter, r *http.Request, room waitingroom.AdminRoom) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	info, err := room.Patch(r.Context(), body)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, info)
+}
+
+func (a *Admin) admit(w http.ResponseWriter, r *http.Request, room waitingroom.AdminRoom) error {
 	var req struct {
 		Count *int `json:"count"`
 	}
@@ -128,27 +152,21 @@ func (a *Admin) admit(w http.ResponseWriter, r *http.Request, room *waitingroom.
 	}
 	n, err := room.Admit(r.Context(), *req.Count)
 	if err != nil {
-		return storeError(err)
+		return err
 	}
 	return writeJSON(w, map[string]int{"admitted": n})
 }
 
-func (a *Admin) reset(w http.ResponseWriter, r *http.Request, room *waitingroom.Room) error {
-	if err := allow(r, http.MethodPost); err != nil {
-		return err
-	}
+func (a *Admin) reset(w http.ResponseWriter, r *http.Request, room waitingroom.AdminRoom) error {
 	if err := room.Reset(r.Context()); err != nil {
-		return storeError(err)
+		return err
 	}
 	return writeJSON(w, map[string]bool{"reset": true})
 }
 
 // preview renders the room's waiting page with sample values:
 // GET /waiting_room/<name>/preview?state=queued|prequeue|rejected|unavailable&position=12&lang=ko
-func (a *Admin) preview(w http.ResponseWriter, r *http.Request, room *waitingroom.Room) error {
-	if err := allow(r, http.MethodGet); err != nil {
-		return err
-	}
+func (a *Admin) preview(w http.ResponseWriter, r *http.Request, room waitingroom.AdminRoom) error {
 	q := r.URL.Query()
 	state := q.Get("state")
 	if state == "" {
@@ -166,38 +184,23 @@ func (a *Admin) preview(w http.ResponseWriter, r *http.Request, room *waitingroo
 	if lang == "" {
 		lang = r.Header.Get("Accept-Language")
 	}
-	page, nonce, err := room.Preview(state, position, lang)
+	page, header, err := room.Preview(state, position, lang)
 	if err != nil {
-		return storeError(err)
+		return err
 	}
-	waitingroom.PageHeaders(w.Header(), nonce)
+	for name, values := range header {
+		w.Header()[name] = values
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	_, err = w.Write(page)
 	return err
 }
 
-func (a *Admin) removeVisitor(w http.ResponseWriter, r *http.Request, room *waitingroom.Room, rawID string) error {
-	if err := allow(r, http.MethodDelete); err != nil {
+func (a *Admin) removeVisitor(w http.ResponseWriter, r *http.Request, room waitingroom.AdminRoom) error {
+	if err := room.RemoveVisitor(r.Context(), r.PathValue("id")); err != nil {
 		return err
 	}
-	id, err := waitingroom.ParseVisitorID(rawID)
-	if err != nil {
-		return apiError(http.StatusBadRequest, err)
-	}
-	if err := room.RemoveVisitor(r.Context(), id); err != nil {
-		if errors.Is(err, waitingroom.ErrNoVisitor) {
-			return apiError(http.StatusNotFound, err)
-		}
-		return storeError(err)
-	}
 	return writeJSON(w, map[string]bool{"removed": true})
-}
-
-func allow(r *http.Request, method string) error {
-	if r.Method != method {
-		return methodNotAllowed(r, method)
-	}
-	return nil
 }
 
 func methodNotAllowed(r *http.Request, allowed ...string) error {
@@ -233,16 +236,6 @@ func decodeStrict(r *http.Request, v any) error {
 		return apiError(http.StatusBadRequest, errors.New("malformed JSON: more than one value"))
 	}
 	return nil
-}
-
-// storeError maps a room operation's error: the caller's mistakes are 400, the rest
-// (a store that cannot be reached) 503.
-func storeError(err error) error {
-	var input *waitingroom.InputError
-	if errors.As(err, &input) {
-		return apiError(http.StatusBadRequest, err)
-	}
-	return apiError(http.StatusServiceUnavailable, err)
 }
 
 func apiError(code int, err error) error {

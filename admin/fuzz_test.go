@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
@@ -32,7 +34,7 @@ type fuzzRoom struct {
 func newFuzzRoom(t testing.TB) *fuzzRoom {
 	t.Helper()
 	h := &waitingroom.Handler{
-		Name:     "admin-fuzz-" + waitingroom.NewVisitorID().String()[:8],
+		Name:     "admin-fuzz-" + queue.NewVisitorID().String()[:8],
 		Capacity: 1,
 		// Nobody is dropped while a fuzz run lasts.
 		SessionTTL: caddy.Duration(time.Hour),
@@ -57,17 +59,41 @@ func (fr *fuzzRoom) join() {
 	_ = fr.h.ServeHTTP(httptest.NewRecorder(), r, next)
 }
 
-func (fr *fuzzRoom) info(t *testing.T) waitingroom.RoomInfo {
+func (fr *fuzzRoom) info(t *testing.T) roomObject {
 	t.Helper()
 	room, ok := waitingroom.LookupRoom(fr.name)
 	if !ok {
 		t.Fatalf("room %q is not running", fr.name)
 	}
-	info, err := room.Info(context.Background())
+	doc, err := room.Info(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	var info roomObject
+	if b, err := json.Marshal(doc); err != nil || json.Unmarshal(b, &info) != nil {
+		t.Fatalf("room object %v does not read back: %v", doc, err)
+	}
 	return info
+}
+
+// roomObject is the admin API's room object as a client reads it (docs/admin-api.md):
+// decoding the JSON, not sharing the server's type, is what pins the public shape.
+type roomObject struct {
+	Name          string `json:"name"`
+	Mode          string `json:"mode"`
+	Capacity      int    `json:"capacity"`
+	Active        int    `json:"active"`
+	Waiting       int    `json:"waiting"`
+	AdmittedTotal uint64 `json:"admitted_total"`
+	Store         string `json:"store"`
+	Configured    struct {
+		Capacity int `json:"capacity"`
+	} `json:"configured"`
+	Overrides roomOverrides `json:"overrides"`
+}
+
+type roomOverrides struct {
+	Capacity *int `json:"capacity"`
 }
 
 // call makes one admin request and returns the status, content type and body a client
@@ -77,7 +103,7 @@ func call(t *testing.T, method, path string, body []byte) (int, string, []byte) 
 	r := httptest.NewRequest(http.MethodGet, "http://localhost:2019/", bytes.NewReader(body))
 	r.Method, r.URL.Path = method, path
 	w := httptest.NewRecorder()
-	err := new(Admin).serve(w, r)
+	err := adminRoutes.ServeHTTP(w, r)
 	if err == nil {
 		return w.Code, w.Header().Get("Content-Type"), w.Body.Bytes()
 	}
@@ -135,14 +161,14 @@ func FuzzAdminPatch(f *testing.F) {
 		if !json.Valid(body) {
 			t.Fatalf("PATCH accepted %q, which is not JSON", body)
 		}
-		var info waitingroom.RoomInfo
+		var info roomObject
 		if err := json.Unmarshal(out, &info); err != nil || info.Capacity != after.Capacity || info.Capacity <= 0 {
 			t.Fatalf("PATCH %q answered %s; the room now has capacity %d", body, out, after.Capacity)
 		}
 	})
 }
 
-func sameOverride(a, b waitingroom.Overrides) bool {
+func sameOverride(a, b roomOverrides) bool {
 	return (a.Capacity == nil) == (b.Capacity == nil) && (a.Capacity == nil || *a.Capacity == *b.Capacity)
 }
 
@@ -211,3 +237,6 @@ func FuzzAdminRequest(f *testing.F) {
 			http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge)
 	})
 }
+
+// adminRoutes is what Caddy's admin endpoint calls for every /waiting_room/ path.
+var adminRoutes = new(Admin).Routes()[1].Handler

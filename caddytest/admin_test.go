@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 const adminBase = "http://localhost:2999"
@@ -33,13 +33,13 @@ func admin(t *testing.T, method, path, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func roomInfo(t *testing.T, room string) waitingroom.RoomInfo {
+func roomInfo(t *testing.T, room string) roomObject {
 	t.Helper()
 	code, body := admin(t, http.MethodGet, "/waiting_room/"+room, "")
 	if code != http.StatusOK {
 		t.Fatalf("GET room: %d %s", code, body)
 	}
-	var info waitingroom.RoomInfo
+	var info roomObject
 	if err := json.Unmarshal([]byte(body), &info); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func (v *visitor) visitorID(t *testing.T) string {
 		if strings.HasPrefix(c.Name, "waiting_room_") {
 			raw, err := base64.RawURLEncoding.DecodeString(c.Value)
 			if err == nil && len(raw) > 18 {
-				var id waitingroom.VisitorID
+				var id queue.VisitorID
 				copy(id[:], raw[2:18])
 				return id.String()
 			}
@@ -75,7 +75,7 @@ func TestAdminListAndGet(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("list: %d %s", code, body)
 	}
-	var list []waitingroom.RoomInfo
+	var list []roomObject
 	if err := json.Unmarshal([]byte(body), &list); err != nil || len(list) != 1 {
 		t.Fatalf("list: %v %s", err, body)
 	}
@@ -109,7 +109,7 @@ func TestAdminPatchCapacity(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("PATCH: %d %s", code, body)
 	}
-	var info waitingroom.RoomInfo
+	var info roomObject
 	_ = json.Unmarshal([]byte(body), &info)
 	if info.Capacity != 2 || info.Configured.Capacity != 1 || info.Overrides.Capacity == nil || info.Active != 2 {
 		t.Fatalf("after PATCH: %+v", info)
@@ -298,4 +298,25 @@ func TestMetricsAcrossReload(t *testing.T) {
 	if v := metricValue(t, "caddy_waiting_room_active", room); v != 2 {
 		t.Fatalf("active after reload %v, want 2", v)
 	}
+}
+
+// roomObject is the admin API's room object as a client reads it (docs/admin-api.md):
+// decoding the JSON, not sharing the server's type, is what pins the public shape.
+type roomObject struct {
+	Name          string `json:"name"`
+	Mode          string `json:"mode"`
+	Capacity      int    `json:"capacity"`
+	Active        int    `json:"active"`
+	Waiting       int    `json:"waiting"`
+	AdmittedTotal uint64 `json:"admitted_total"`
+	Store         string `json:"store"`
+	Configured    struct {
+		Capacity int    `json:"capacity"`
+		Mode     string `json:"mode"`
+	} `json:"configured"`
+	Overrides roomOverrides `json:"overrides"`
+}
+
+type roomOverrides struct {
+	Capacity *int `json:"capacity"`
 }

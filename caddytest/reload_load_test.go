@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-
-	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
 )
 
 // A `caddy reload` in the middle of a surge loses no waiter: every open waiting
@@ -62,7 +60,7 @@ func TestLiveReloadUnderLoad(t *testing.T) {
 			// Not admin(): it fails the test from this goroutine, and the admin endpoint
 			// itself is replaced during the reload.
 			if resp, err := http.Get(adminBase + "/waiting_room/" + room); err == nil {
-				var info waitingroom.RoomInfo
+				var info roomObject
 				if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&info) == nil {
 					for {
 						m := maxActive.Load()

@@ -6,13 +6,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-
-	"github.com/caddy-waitingroom/caddy-waitingroom/assets"
 )
 
 func init() {
@@ -123,8 +124,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.PerIP.MaxConnections, err = positiveInt(d, sub)
 		case "lang":
 			h.Lang, err = oneArg(d)
-			if err == nil && !assets.Supported(h.Lang) {
-				err = d.Errf("lang must be one of %s, got %q", strings.Join(assets.Languages(), ", "), h.Lang)
+			if err == nil && !page.Supported(h.Lang) {
+				err = d.Errf("lang must be one of %s, got %q", strings.Join(page.Languages(), ", "), h.Lang)
 			}
 		case "cookie":
 			h.Cookie, err = parseCookie(d)
@@ -204,7 +205,7 @@ func parseMode(d *caddyfile.Dispenser) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := checkMode(m); err != nil {
+	if err := queue.CheckMode(m); err != nil {
 		return "", d.Err(err.Error())
 	}
 	return m, nil
@@ -261,11 +262,11 @@ func (h *Handler) parseEvent(d *caddyfile.Dispenser) error {
 	return nil
 }
 
-func parseCookie(d *caddyfile.Dispenser) (*Cookie, error) {
+func parseCookie(d *caddyfile.Dispenser) (*token.Cookie, error) {
 	if d.NextArg() {
 		return nil, d.ArgErr()
 	}
-	c := new(Cookie)
+	c := new(token.Cookie)
 	seen := map[string]bool{}
 	for d.NextBlock(1) {
 		sub := d.Val()
@@ -277,7 +278,7 @@ func parseCookie(d *caddyfile.Dispenser) (*Cookie, error) {
 		switch sub {
 		case "name":
 			c.Name, err = oneArg(d)
-			if err == nil && cookieSafe(c.Name) != c.Name {
+			if err == nil && token.CookieSafe(c.Name) != c.Name {
 				err = d.Errf("cookie name %q: only letters, digits, '-' and '_' are allowed", c.Name)
 			}
 		case "domain":
@@ -308,7 +309,7 @@ func parseCookie(d *caddyfile.Dispenser) (*Cookie, error) {
 			return nil, err
 		}
 	}
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return nil, d.Errf("cookie: %v", err)
 	}
 	return c, nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
@@ -60,7 +61,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 				Secret:          "{env.WAITING_ROOM_SECRET}",
 				PreviousSecrets: []string{"old-1", "old-2"},
 				Template:        "/etc/caddy/waiting.html",
-				Cookie: &Cookie{
+				Cookie: &token.Cookie{
 					Name:     "wr_tickets",
 					Domain:   "example.com",
 					Path:     "/shop",
@@ -84,7 +85,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 			want: Handler{
 				Name:     "last",
 				Capacity: 1,
-				Cookie:   &Cookie{Path: "/"},
+				Cookie:   &token.Cookie{Path: "/"},
 				StoreRaw: json.RawMessage(`{"type":"memory"}`),
 			},
 		},
@@ -107,7 +108,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 					http_only off
 				}
 			}`,
-			want: Handler{Name: "a", Capacity: 1, Cookie: &Cookie{Secure: on(), HTTPOnly: off()}},
+			want: Handler{Name: "a", Capacity: 1, Cookie: &token.Cookie{Secure: on(), HTTPOnly: off()}},
 		},
 		{
 			name: "secure true, bare http_only, same_site none",
@@ -120,7 +121,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 					http_only
 				}
 			}`,
-			want: Handler{Name: "a", Capacity: 1, Cookie: &Cookie{SameSite: "none", Secure: on(), HTTPOnly: on()}},
+			want: Handler{Name: "a", Capacity: 1, Cookie: &token.Cookie{SameSite: "none", Secure: on(), HTTPOnly: on()}},
 		},
 		{
 			name: "secure off, http_only false, same_site lax",
@@ -133,7 +134,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 					http_only false
 				}
 			}`,
-			want: Handler{Name: "a", Capacity: 1, Cookie: &Cookie{SameSite: "lax", Secure: off(), HTTPOnly: off()}},
+			want: Handler{Name: "a", Capacity: 1, Cookie: &token.Cookie{SameSite: "lax", Secure: off(), HTTPOnly: off()}},
 		},
 		{
 			name: "empty cookie block",
@@ -143,7 +144,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 				cookie {
 				}
 			}`,
-			want: Handler{Name: "a", Capacity: 1, Cookie: &Cookie{}},
+			want: Handler{Name: "a", Capacity: 1, Cookie: &token.Cookie{}},
 		},
 		{
 			name: "store memory with an empty block, then more sub-directives",

@@ -7,22 +7,45 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddyserver/caddy/v2"
 )
 
-// Room is a running room as the admin API sees it: a handle on the newest handler of
-// that name, reading and steering the shared store. Changes go through the store, so
-// every instance sharing it applies them within one admission tick.
-type Room struct {
+// AdminRoom is a running room as the admin API sees and steers it: the one thing the
+// admin module knows of this package. Every error is a caddy.APIError carrying the
+// status to answer with: 400 for the caller's mistakes, 404 for what is not there,
+// 503 for a store that cannot be reached. Changes go through the store, so every
+// instance sharing it applies them within one admission tick.
+type AdminRoom interface {
+	Name() string
+	// Info is the room object: settings, counters, estimate, event (see roomInfo).
+	Info(ctx context.Context) (any, error)
+	// Patch applies a JSON document of runtime changes and returns the room object.
+	Patch(ctx context.Context, body []byte) (any, error)
+	// Admit lets the next count waiters in at once and reports how many it admitted.
+	Admit(ctx context.Context, count int) (int, error)
+	// RemoveVisitor takes the visitor with that id (as the admin API shows ids) out.
+	RemoveVisitor(ctx context.Context, id string) error
+	// Reset empties the queue and the active set.
+	Reset(ctx context.Context) error
+	// Preview renders the waiting page in state with sample numbers, with the
+	// header fields it must go out with.
+	Preview(state string, position int, lang string) ([]byte, http.Header, error)
+}
+
+// control is the AdminRoom of the newest handler of a room's name.
+type control struct {
 	h *Handler
 }
 
-// Name is the room's name.
-func (r *Room) Name() string { return r.h.Name }
+func (r control) Name() string { return r.h.Name }
 
-// Overrides are the runtime changes made through the admin API. They are kept in the
+// overrides are the runtime changes made through the admin API. They are kept in the
 // room's store and win over the configuration until cleared.
-type Overrides struct {
+type overrides struct {
 	// Capacity replaces the configured capacity.
 	Capacity *int `json:"capacity,omitempty"`
 	// Rate replaces the configured rate limit; a Count of 0 turns the limit off.
@@ -31,8 +54,8 @@ type Overrides struct {
 	Mode *string `json:"mode,omitempty"`
 }
 
-// Settings are the values a room is configured with.
-type Settings struct {
+// settings are the values a room is configured with.
+type settings struct {
 	Capacity   int    `json:"capacity"`
 	Rate       *Rate  `json:"rate"`
 	Mode       string `json:"mode"`
@@ -40,8 +63,8 @@ type Settings struct {
 	QueueTTL   string `json:"queue_ttl"`
 }
 
-// EventInfo is the scheduled event in progress or in its pre-queue.
-type EventInfo struct {
+// eventInfo is the scheduled event in progress or in its pre-queue.
+type eventInfo struct {
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
 	// Phase is "prequeue" (before the start: everyone queues) or "running".
@@ -51,8 +74,8 @@ type EventInfo struct {
 	Shuffle         bool `json:"shuffle"`
 }
 
-// RoomInfo is what the admin API reports about a room.
-type RoomInfo struct {
+// roomInfo is the admin API's room object (docs/admin-api.md).
+type roomInfo struct {
 	Name string `json:"name"`
 	// Mode, Capacity and Rate are the effective values: configuration, then the event in
 	// progress, then the admin overrides. Mode is "prequeue" during an event's pre-queue.
@@ -69,29 +92,29 @@ type RoomInfo struct {
 	// data yet).
 	AdmissionsPerMinute *float64   `json:"admissions_per_minute"`
 	Store               string     `json:"store"`
-	Configured          Settings   `json:"configured"`
-	Overrides           Overrides  `json:"overrides"`
-	Event               *EventInfo `json:"event"`
+	Configured          settings   `json:"configured"`
+	Overrides           overrides  `json:"overrides"`
+	Event               *eventInfo `json:"event"`
 }
 
 // Info reads the room's state from the store (fresh, not the tick's cached copy).
-func (r *Room) Info(ctx context.Context) (RoomInfo, error) {
+func (r control) info(ctx context.Context) (roomInfo, error) {
 	st, err := r.h.store.Stats(ctx)
 	if err != nil {
-		return RoomInfo{}, fmt.Errorf("reading room counters: %w", err)
+		return roomInfo{}, fmt.Errorf("reading room counters: %w", err)
 	}
-	o, err := r.overrides(ctx)
+	o, err := r.readOverrides(ctx)
 	if err != nil {
-		return RoomInfo{}, err
+		return roomInfo{}, err
 	}
 	r.h.room.overrides.Store(&o) // what this call reads is what it reports
 	now := r.h.clock.Now()
 	p := r.h.policyAt(now)
 	configuredMode := r.h.Mode
 	if configuredMode == "" {
-		configuredMode = ModeFIFO
+		configuredMode = queue.ModeFIFO
 	}
-	info := RoomInfo{
+	info := roomInfo{
 		Name:          r.h.Name,
 		Mode:          p.mode,
 		Capacity:      p.capacity,
@@ -99,7 +122,7 @@ func (r *Room) Info(ctx context.Context) (RoomInfo, error) {
 		Waiting:       st.Waiting,
 		AdmittedTotal: st.AdmittedTotal,
 		Store:         r.h.storeType,
-		Configured: Settings{
+		Configured: settings{
 			Capacity:   r.h.Capacity,
 			Rate:       r.h.Rate,
 			Mode:       configuredMode,
@@ -112,26 +135,26 @@ func (r *Room) Info(ctx context.Context) (RoomInfo, error) {
 		info.Rate = p.rate
 	}
 	if ev := p.event; ev != nil {
-		info.Event = &EventInfo{Start: ev.Start, End: ev.End, Phase: "running", Shuffle: ev.Shuffle}
+		info.Event = &eventInfo{Start: ev.Start, End: ev.End, Phase: "running", Shuffle: ev.Shuffle}
 		if p.prequeue {
 			info.Mode, info.Event.Phase = "prequeue", "prequeue"
 			s := ceilSeconds(p.startsIn)
 			info.Event.StartsInSeconds = &s
 		}
 	}
-	if rate, ok := r.h.room.est.rate(); ok {
+	if rate, ok := r.h.room.est.Rate(); ok {
 		perMinute := rate * 60
 		info.AdmissionsPerMinute = &perMinute
 	}
 	if rate, ok := r.h.throughput(p); ok && !p.holds() {
-		eta := int(etaAt(st.Waiting+1, rate) / time.Second)
+		eta := int(queue.ETA(st.Waiting+1, rate) / time.Second)
 		info.ETASeconds = &eta
 	}
 	return info, nil
 }
 
-func (r *Room) overrides(ctx context.Context) (Overrides, error) {
-	var o Overrides
+func (r control) readOverrides(ctx context.Context) (overrides, error) {
+	var o overrides
 	doc, err := r.h.store.Overrides(ctx)
 	if err != nil {
 		return o, fmt.Errorf("reading runtime settings: %w", err)
@@ -144,35 +167,81 @@ func (r *Room) overrides(ctx context.Context) (Overrides, error) {
 	return o, nil
 }
 
-// InputError is a request the caller got wrong; the admin API answers 400 with it.
-type InputError struct{ msg string }
+// inputError is a request the caller got wrong: the admin API answers 400 with it.
+type inputError struct{ msg string }
 
-func (e *InputError) Error() string { return e.msg }
+func (e *inputError) Error() string { return e.msg }
 
 func inputErrorf(format string, args ...any) error {
-	return &InputError{msg: fmt.Sprintf(format, args...)}
+	return &inputError{msg: fmt.Sprintf(format, args...)}
 }
 
+// errNoVisitor is returned when removing a visitor the room does not hold.
+var errNoVisitor = errors.New("no such visitor in this room")
+
+// apiError gives err the status the admin API answers it with: the caller's mistakes
+// are 400, a visitor that is not there 404, and the rest (a store that cannot be
+// reached) 503.
+func apiError(err error) error {
+	if err == nil {
+		return nil
+	}
+	code := http.StatusServiceUnavailable
+	var input *inputError
+	switch {
+	case errors.As(err, &input):
+		code = http.StatusBadRequest
+	case errors.Is(err, errNoVisitor):
+		code = http.StatusNotFound
+	}
+	return caddy.APIError{HTTPStatus: code, Err: err}
+}
+
+func (r control) Info(ctx context.Context) (any, error) {
+	info, err := r.info(ctx)
+	return info, apiError(err)
+}
+
+func (r control) Patch(ctx context.Context, body []byte) (any, error) {
+	info, err := r.patch(ctx, body)
+	return info, apiError(err)
+}
+
+func (r control) Admit(ctx context.Context, count int) (int, error) {
+	n, err := r.admit(ctx, count)
+	return n, apiError(err)
+}
+
+func (r control) RemoveVisitor(ctx context.Context, rawID string) error {
+	id, err := queue.ParseVisitorID(rawID)
+	if err != nil {
+		return apiError(inputErrorf("%v", err))
+	}
+	return apiError(r.removeVisitor(ctx, id))
+}
+
+func (r control) Reset(ctx context.Context) error { return apiError(r.reset(ctx)) }
+
 // Patch applies a JSON document of runtime changes: {"capacity": 20} sets a value,
-// {"capacity": null} restores the configured one. Unknown fields and bad values are
-// an *InputError, and then nothing changes.
-func (r *Room) Patch(ctx context.Context, body []byte) (RoomInfo, error) {
+// {"capacity": null} restores the configured one. queue.Unknown fields and bad values are
+// an *inputError, and then nothing changes.
+func (r control) patch(ctx context.Context, body []byte) (roomInfo, error) {
 	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&fields); err != nil {
-		return RoomInfo{}, inputErrorf("malformed JSON: %v", err)
+		return roomInfo{}, inputErrorf("malformed JSON: %v", err)
 	}
 	// Anything after the value, even a lone ] or } (which More does not see), is a
 	// malformed body.
 	if _, err := dec.Token(); err != io.EOF {
-		return RoomInfo{}, inputErrorf("malformed JSON: more than one value")
+		return roomInfo{}, inputErrorf("malformed JSON: more than one value")
 	}
 	if fields == nil {
-		return RoomInfo{}, inputErrorf("want a JSON object such as {\"capacity\": 20}")
+		return roomInfo{}, inputErrorf("want a JSON object such as {\"capacity\": 20}")
 	}
-	o, err := r.overrides(ctx)
+	o, err := r.readOverrides(ctx)
 	if err != nil {
-		return RoomInfo{}, err
+		return roomInfo{}, err
 	}
 	for name, raw := range fields {
 		switch name {
@@ -183,16 +252,16 @@ func (r *Room) Patch(ctx context.Context, body []byte) (RoomInfo, error) {
 			}
 			var n int
 			if err := json.Unmarshal(raw, &n); err != nil {
-				return RoomInfo{}, inputErrorf("capacity must be a whole number or null, got %s", raw)
+				return roomInfo{}, inputErrorf("capacity must be a whole number or null, got %s", raw)
 			}
 			if n <= 0 {
-				return RoomInfo{}, inputErrorf("capacity must be greater than 0, got %d", n)
+				return roomInfo{}, inputErrorf("capacity must be greater than 0, got %d", n)
 			}
 			o.Capacity = &n
 		case "rate":
 			rate, err := patchRate(raw)
 			if err != nil {
-				return RoomInfo{}, err
+				return roomInfo{}, err
 			}
 			o.Rate = rate
 		case "mode":
@@ -202,26 +271,26 @@ func (r *Room) Patch(ctx context.Context, body []byte) (RoomInfo, error) {
 			}
 			var m string
 			if err := json.Unmarshal(raw, &m); err != nil {
-				return RoomInfo{}, inputErrorf("mode must be a string or null, got %s", raw)
+				return roomInfo{}, inputErrorf("mode must be a string or null, got %s", raw)
 			}
-			if err := checkMode(m); err != nil {
-				return RoomInfo{}, inputErrorf("%v", err)
+			if err := queue.CheckMode(m); err != nil {
+				return roomInfo{}, inputErrorf("%v", err)
 			}
 			o.Mode = &m
 		default:
-			return RoomInfo{}, inputErrorf("unknown field %q (the fields are: capacity, rate, mode)", name)
+			return roomInfo{}, inputErrorf("unknown field %q (the fields are: capacity, rate, mode)", name)
 		}
 	}
 	var doc []byte
-	if o != (Overrides{}) {
+	if o != (overrides{}) {
 		doc, _ = json.Marshal(o)
 	}
 	if err := r.h.store.SetOverrides(ctx, doc); err != nil {
-		return RoomInfo{}, fmt.Errorf("saving runtime settings: %w", err)
+		return roomInfo{}, fmt.Errorf("saving runtime settings: %w", err)
 	}
 	r.forEachHandler(func(h *Handler) { h.room.overrides.Store(&o) })
 	r.applyNow(ctx)
-	return r.Info(ctx)
+	return r.info(ctx)
 }
 
 // patchRate reads a PATCH's rate: null restores the configured rate, "off" lifts the
@@ -248,7 +317,7 @@ func patchRate(raw json.RawMessage) (*Rate, error) {
 // Admit lets the next n waiters in at once, beyond capacity, rate and mode if need be,
 // and reports how many were admitted. They count against the rate window, so regular
 // admissions slow down to keep the rate over the window.
-func (r *Room) Admit(ctx context.Context, n int) (int, error) {
+func (r control) admit(ctx context.Context, n int) (int, error) {
 	if n <= 0 {
 		return 0, inputErrorf("count must be greater than 0, got %d", n)
 	}
@@ -263,18 +332,15 @@ func (r *Room) Admit(ctx context.Context, n int) (int, error) {
 	return len(res.Admitted), nil
 }
 
-// ErrNoVisitor is returned when removing a visitor the room does not hold.
-var ErrNoVisitor = errors.New("no such visitor in this room")
-
 // RemoveVisitor takes one visitor (queued or admitted) out of the room. An admitted
 // visitor's other instances learn it at their next throttled touch (seconds).
-func (r *Room) RemoveVisitor(ctx context.Context, id VisitorID) error {
+func (r control) removeVisitor(ctx context.Context, id queue.VisitorID) error {
 	ok, err := r.h.store.Leave(ctx, id)
 	if err != nil {
 		return fmt.Errorf("removing visitor: %w", err)
 	}
 	if !ok {
-		return ErrNoVisitor
+		return errNoVisitor
 	}
 	r.forEachHandler(func(h *Handler) { h.room.forgetTouched(id) })
 	r.applyNow(ctx)
@@ -282,11 +348,11 @@ func (r *Room) RemoveVisitor(ctx context.Context, id VisitorID) error {
 }
 
 // Reset empties the queue and the active set.
-func (r *Room) Reset(ctx context.Context) error {
+func (r control) reset(ctx context.Context) error {
 	if err := r.h.store.Reset(ctx); err != nil {
 		return fmt.Errorf("resetting room: %w", err)
 	}
-	r.forEachHandler(func(h *Handler) { h.room.touched.clear() })
+	r.forEachHandler(func(h *Handler) { h.room.touched.Clear() })
 	r.applyNow(ctx)
 	return nil
 }
@@ -294,7 +360,7 @@ func (r *Room) Reset(ctx context.Context) error {
 // applyNow runs an admission step at once, so a change shows in the answer to the
 // call that made it (a raised capacity has admitted waiters by then). Other handlers of
 // the room in this process are kicked; other instances follow within a tick.
-func (r *Room) applyNow(ctx context.Context) {
+func (r control) applyNow(ctx context.Context) {
 	r.h.room.tick(ctx)
 	r.forEachHandler(func(h *Handler) {
 		if h != r.h {
@@ -303,7 +369,7 @@ func (r *Room) applyNow(ctx context.Context) {
 	})
 }
 
-func (r *Room) forEachHandler(fn func(*Handler)) {
+func (r control) forEachHandler(fn func(*Handler)) {
 	registry.Lock()
 	hs := append([]*Handler(nil), registry.rooms[r.h.Name]...)
 	registry.Unlock()

@@ -3,6 +3,8 @@ package waitingroom
 import (
 	"context"
 	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 // Hooks for the external tests in this directory (package waitingroom_test), which may
@@ -20,4 +22,4 @@ func SetClock(h *Handler, c *TestClock) { h.clock = c }
 func Tick(h *Handler) { h.room.tick(context.Background()) }
 
 // StoreOf returns the store h runs on.
-func StoreOf(h *Handler) Store { return h.store }
+func StoreOf(h *Handler) queue.Store { return h.store }

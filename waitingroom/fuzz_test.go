@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testalloc"
 )
 
@@ -23,71 +24,6 @@ var (
 	fuzzNow    = time.Unix(1_800_000_000, 0)
 	fuzzSecret = []byte("fuzz-secret")
 )
-
-// A cookie value is what a client controls completely. open must accept exactly the
-// values seal writes under this room and secret, and must not do more work for a long
-// value than for a short one.
-func FuzzTokenOpen(f *testing.F) {
-	k := newKeyring("shop", [][]byte{fuzzSecret})
-	otherRoom := newKeyring("shop2", [][]byte{fuzzSecret})
-	otherSecret := newKeyring("shop", [][]byte{[]byte("fuzz-secret2")})
-	id := VisitorID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
-	for _, tok := range []token{
-		{state: Queued, id: id, since: fuzzNow.Add(-time.Minute), expires: fuzzNow.Add(queuedTokenLife)},
-		{state: Admitted, id: id, since: fuzzNow, expires: fuzzNow.Add(time.Minute)},
-	} {
-		f.Add(k.seal(tok))
-	}
-	f.Add("")
-	f.Add("not a cookie")
-
-	f.Fuzz(func(t *testing.T, value string) {
-		tok, ok := k.open(value, fuzzNow)
-		// A value of the right length is decoded and MACed (a few allocations); any
-		// other is refused before either. Never more, however long the value.
-		if !raceEnabled {
-			if allocs := testing.AllocsPerRun(1, func() { k.open(value, fuzzNow) }); allocs > 4 {
-				t.Errorf("open of a %d-byte value made %v allocations", len(value), allocs)
-			}
-		}
-		if !ok {
-			return
-		}
-		if sealed := k.seal(tok); sealed != value {
-			t.Fatalf("open accepted %q, which seal never writes (it writes %q for that token)", value, sealed)
-		}
-		if !fuzzNow.Before(tok.expires) || (tok.state != Queued && tok.state != Admitted) {
-			t.Fatalf("open accepted an expired or stateless token %+v", tok)
-		}
-		if _, ok := otherRoom.open(value, fuzzNow); ok {
-			t.Fatalf("a cookie of room shop opened in room shop2: %q", value)
-		}
-		if _, ok := otherSecret.open(value, fuzzNow); ok {
-			t.Fatalf("a cookie opened under a secret it was not signed with: %q", value)
-		}
-	})
-}
-
-// Every token the server can write reads back as itself until it expires, and never in
-// another room.
-func FuzzTokenRoundTrip(f *testing.F) {
-	k := newKeyring("shop", [][]byte{fuzzSecret, []byte("previous")})
-	f.Add(uint8(Admitted), []byte("0123456789abcdef"), int64(-60), int64(60))
-	f.Add(uint8(Queued), []byte{}, int64(0), int64(0))
-	f.Add(uint8(0), []byte{0xff}, int64(-1<<62), int64(1<<62))
-	f.Fuzz(func(t *testing.T, state uint8, rawID []byte, since, expires int64) {
-		in := token{state: State(state), since: time.Unix(since, 0), expires: time.Unix(expires, 0)}
-		copy(in.id[:], rawID)
-		out, ok := k.open(k.seal(in), fuzzNow)
-		valid := (in.state == Queued || in.state == Admitted) && fuzzNow.Before(in.expires)
-		if ok != valid {
-			t.Fatalf("token %+v: open says %v, want %v", in, ok, valid)
-		}
-		if ok && (out.state != in.state || out.id != in.id || !out.since.Equal(in.since) || !out.expires.Equal(in.expires)) {
-			t.Fatalf("token %+v read back as %+v", in, out)
-		}
-	})
-}
 
 // errLine is how a Caddyfile error says where it is.
 var errLine = regexp.MustCompile(`, at Testfile:(\d+)$`)
@@ -135,21 +71,21 @@ func FuzzPrefersJSON(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, accept string) {
-		got := prefersJSON(accept)
+		got := page.PrefersJSON(accept)
 		// Lower-casing a media type (a byte may become three) and the error of an
 		// unreadable q are the only allocations: memory in proportion to the header.
-		if n, limit := testalloc.Bytes(func() { prefersJSON(accept) }), 1024+16*len(accept); n > float64(limit) {
+		if n, limit := testalloc.Bytes(func() { page.PrefersJSON(accept) }), 1024+16*len(accept); n > float64(limit) {
 			t.Errorf("prefersJSON of a %d-byte header allocated %v bytes (limit %d)", len(accept), n, limit)
 		}
 		lower := strings.ToLower(accept)
 		if got && !strings.Contains(lower, "application/json") && !strings.Contains(lower, "application/*") {
-			t.Fatalf("prefersJSON(%q) = true without asking for JSON", accept)
+			t.Fatalf("page.PrefersJSON(%q) = true without asking for JSON", accept)
 		}
 	})
 }
 
 // The admin API's PATCH body goes straight into Room.Patch. A body it rejects is an
-// *InputError and changes nothing; a body it accepts is one JSON object and leaves a
+// *inputError and changes nothing; a body it accepts is one JSON object and leaves a
 // positive effective capacity.
 func FuzzRoomPatch(f *testing.F) {
 	for _, s := range []string{
@@ -159,7 +95,7 @@ func FuzzRoomPatch(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	tr := newTestRoom(f, 2)
-	room := &Room{h: tr.h}
+	room := &control{h: tr.h}
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, body []byte) {
 		if len(body) > 64<<10 {
@@ -167,9 +103,9 @@ func FuzzRoomPatch(f *testing.F) {
 		}
 		before := tr.h.policyAt(tr.clock.Now()).capacity
 		doc, _ := tr.h.store.Overrides(ctx)
-		info, err := room.Patch(ctx, body)
+		info, err := room.patch(ctx, body)
 		if err != nil {
-			var input *InputError
+			var input *inputError
 			if !errors.As(err, &input) {
 				t.Fatalf("Patch(%q): %v is not the caller's error (the memory store cannot fail)", body, err)
 			}

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -116,10 +119,10 @@ func (tr *testRoom) visit(cookie, accept string) (*httptest.ResponseRecorder, st
 	return w, cookie
 }
 
-func (tr *testRoom) queued(cookie string) view {
+func (tr *testRoom) queued(cookie string) page.View {
 	tr.t.Helper()
 	w, _ := tr.visit(cookie, "application/json")
-	var v view
+	var v page.View
 	if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil || v.Status != "queued" {
 		tr.t.Fatalf("expected a queued JSON answer, got %d %q", w.Code, w.Body.String())
 	}
@@ -146,7 +149,7 @@ func TestCapacityThenQueueInArrivalOrder(t *testing.T) {
 			t.Fatalf("visitor %d has position %d, want %d", i+4, v.Position, i+1)
 		}
 	}
-	// Admitted visitors keep passing on their cookie.
+	// queue.Admitted visitors keep passing on their cookie.
 	if w, _ := tr.visit(cookies[0], ""); w.Body.String() != "upstream" {
 		t.Fatal("an admitted visitor was stopped on the next request")
 	}
@@ -173,9 +176,9 @@ func TestWaitingPageHeaders(t *testing.T) {
 func TestBadCookiesNeverAdmit(t *testing.T) {
 	tr := newTestRoom(t, 1)
 	_, admitted := tr.visit("", "")
-	other := newKeyring("another-room", [][]byte{[]byte("whatever")})
-	foreign := other.seal(token{state: Admitted, id: NewVisitorID(), expires: tr.clock.Now().Add(time.Hour)})
-	forged := newKeyring(tr.h.Name, [][]byte{[]byte("guessed secret")}).seal(token{state: Admitted, id: NewVisitorID(), expires: tr.clock.Now().Add(time.Hour)})
+	other := token.NewKeyring("another-room", [][]byte{[]byte("whatever")})
+	foreign := other.Seal(token.Token{State: queue.Admitted, ID: queue.NewVisitorID(), Expires: tr.clock.Now().Add(time.Hour)})
+	forged := token.NewKeyring(tr.h.Name, [][]byte{[]byte("guessed secret")}).Seal(token.Token{State: queue.Admitted, ID: queue.NewVisitorID(), Expires: tr.clock.Now().Add(time.Hour)})
 	tampered := []byte(admitted)
 	tampered[10] ^= 0x04
 	for name, c := range map[string]string{
@@ -256,7 +259,7 @@ func TestAdmittedRequestsTouchTheStoreRarely(t *testing.T) {
 			tr.clock.Advance(time.Second)
 		}
 	}
-	// 10 s of fake time at one touch per touchEvery (5 s): at most 2 or 3 touches.
+	// 10 s of fake time at one touch per queue.TouchEvery (5 s): at most 2 or 3 touches.
 	if n := counting.touches.Load(); n > 3 {
 		t.Fatalf("1000 admitted requests over 10s made %d store touches", n)
 	}
@@ -268,7 +271,7 @@ func TestAdmittedRequestsTouchTheStoreRarely(t *testing.T) {
 // countingStore counts the touches that reach the real memory store underneath. It is
 // a store module so that it is in place before the room starts.
 type countingStore struct {
-	Store
+	queue.Store
 	touches atomic.Int64
 }
 
@@ -281,13 +284,13 @@ func (countingStoreModule) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-func (countingStoreModule) OpenStore(caddy.Context, string) (Store, func(), error) {
-	return &countingStore{Store: newMemoryStore()}, func() {}, nil
+func (countingStoreModule) OpenStore(caddy.Context, string) (queue.Store, func(), error) {
+	return &countingStore{Store: queue.NewMemoryStore()}, func() {}, nil
 }
 
 func init() { caddy.RegisterModule(countingStoreModule{}) }
 
-func (c *countingStore) Touch(ctx context.Context, id VisitorID, now time.Time) (bool, error) {
+func (c *countingStore) Touch(ctx context.Context, id queue.VisitorID, now time.Time) (bool, error) {
 	c.touches.Add(1)
 	return c.Store.Touch(ctx, id, now)
 }
@@ -329,8 +332,8 @@ func TestPrefersJSON(t *testing.T) {
 		{"application/json;q=bogus", true},
 	}
 	for _, tt := range tests {
-		if got := prefersJSON(tt.accept); got != tt.json {
-			t.Errorf("prefersJSON(%q) = %v, want %v", tt.accept, got, tt.json)
+		if got := page.PrefersJSON(tt.accept); got != tt.json {
+			t.Errorf("page.PrefersJSON(%q) = %v, want %v", tt.accept, got, tt.json)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 // Push timing for waiting WebSockets.
@@ -42,7 +44,7 @@ type hub struct {
 	rm *room
 
 	mu      sync.Mutex
-	waiters map[VisitorID]*waiterSockets
+	waiters map[queue.VisitorID]*waiterSockets
 	closed  bool
 	changed bool // waiters came, went or were reticketed since the last round listed them
 }
@@ -55,11 +57,11 @@ type waiterSockets struct {
 }
 
 func newHub(rm *room) *hub {
-	return &hub{rm: rm, waiters: make(map[VisitorID]*waiterSockets)}
+	return &hub{rm: rm, waiters: make(map[queue.VisitorID]*waiterSockets)}
 }
 
 // add registers s for the waiter id; false when the hub is shutting down.
-func (hb *hub) add(id VisitorID, ticket uint64, s *socket) bool {
+func (hb *hub) add(id queue.VisitorID, ticket uint64, s *socket) bool {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	if hb.closed {
@@ -76,7 +78,7 @@ func (hb *hub) add(id VisitorID, ticket uint64, s *socket) bool {
 	return true
 }
 
-func (hb *hub) remove(id VisitorID, s *socket) {
+func (hb *hub) remove(id queue.VisitorID, s *socket) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	ws := hb.waiters[id]
@@ -97,7 +99,7 @@ func (hb *hub) remove(id VisitorID, s *socket) {
 }
 
 // each calls fn for every socket of id.
-func (hb *hub) each(id VisitorID, fn func(*socket)) {
+func (hb *hub) each(id queue.VisitorID, fn func(*socket)) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	if ws := hb.waiters[id]; ws != nil {
@@ -108,7 +110,7 @@ func (hb *hub) each(id VisitorID, fn func(*socket)) {
 }
 
 // admitted is the store's announcement of admissions (from any instance).
-func (hb *hub) admitted(ids []VisitorID) {
+func (hb *hub) admitted(ids []queue.VisitorID) {
 	for _, id := range ids {
 		hb.each(id, (*socket).admit)
 	}
@@ -170,7 +172,7 @@ func (hb *hub) run(ctx context.Context) {
 }
 
 // beaten records that ids were heard of at wall.
-func (hb *hub) beaten(ids []VisitorID, wall time.Time) {
+func (hb *hub) beaten(ids []queue.VisitorID, wall time.Time) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	for _, id := range ids {
@@ -181,7 +183,7 @@ func (hb *hub) beaten(ids []VisitorID, wall time.Time) {
 }
 
 // retick records a waiter's new ticket after a lottery.
-func (hb *hub) retick(id VisitorID, ticket uint64) {
+func (hb *hub) retick(id queue.VisitorID, ticket uint64) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	if ws := hb.waiters[id]; ws != nil && ws.ticket != ticket {

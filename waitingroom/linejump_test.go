@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
@@ -41,10 +44,10 @@ func (tr *testRoom) fill(n int) (admitted string, waiters []string) {
 	return admitted, waiters
 }
 
-// token reads a cookie the room issued.
-func (tr *testRoom) token(cookie string) token {
+// tokenOf reads a cookie the room issued.
+func (tr *testRoom) tokenOf(cookie string) token.Token {
 	tr.t.Helper()
-	tok, ok := tr.h.room.keys.Load().open(cookie, tr.clock.Now())
+	tok, ok := tr.h.room.keys.Load().Open(cookie, tr.clock.Now())
 	if !ok {
 		tr.t.Fatalf("the room issued a cookie it cannot read: %q", cookie)
 	}
@@ -70,7 +73,7 @@ func (tr *testRoom) turnedAway(cookie, what string) {
 	if tr.passed.Load() != before {
 		tr.t.Fatalf("%s got through a full room", what)
 	}
-	var v view
+	var v page.View
 	if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil || v.Status != "queued" {
 		tr.t.Fatalf("%s: expected a queued answer, got %d %q", what, w.Code, w.Body.String())
 	}
@@ -91,18 +94,18 @@ func randomBytes(n int) []byte {
 func TestForgedCookiesNeverAdmit(t *testing.T) {
 	tr := newRoomWith(t, func(h *Handler) {})
 	admitted, _ := tr.fill(2)
-	holder := tr.token(admitted).id
+	holder := tr.tokenOf(admitted).ID
 	far := tr.clock.Now().Add(time.Hour)
 
 	for i := 0; i < 200; i++ {
-		tr.turnedAway(base64.RawURLEncoding.EncodeToString(randomBytes(tokenLen)), "a cookie of random bytes")
+		tr.turnedAway(base64.RawURLEncoding.EncodeToString(randomBytes(token.Len)), "a cookie of random bytes")
 		tr.turnedAway(base64.RawURLEncoding.EncodeToString(randomBytes(i)), "a cookie of random length")
 	}
 	// Correctly shaped tokens for the visitor that holds the slot, MACed with secrets
 	// an attacker might guess. (The room's secret is random: none was configured.)
 	for _, guess := range []string{"", "secret", "changeme", "waiting_room", tr.h.Name, tr.h.Cookie.Name, admitted} {
-		forged := newKeyring(tr.h.Name, [][]byte{[]byte(guess)}).
-			seal(token{state: Admitted, id: holder, since: tr.clock.Now(), expires: far})
+		forged := token.NewKeyring(tr.h.Name, [][]byte{[]byte(guess)}).
+			Seal(token.Token{State: queue.Admitted, ID: holder, Since: tr.clock.Now(), Expires: far})
 		tr.turnedAway(forged, "a token MACed with the guessed secret "+guess)
 	}
 	if w, _ := tr.visit(admitted, ""); w.Body.String() != "upstream" {
@@ -130,13 +133,13 @@ func TestExpiredCookieNeverAdmits(t *testing.T) {
 	admitted, waiters := tr.fill(2)
 	keys := tr.h.room.keys.Load()
 	now := tr.clock.Now()
-	holder, head := tr.token(admitted), tr.token(waiters[0])
+	holder, head := tr.tokenOf(admitted), tr.tokenOf(waiters[0])
 
 	// Signed by the room, for the visitor that holds the slot, but expired.
 	for _, expires := range []time.Time{now, now.Add(-time.Second), time.Unix(0, 0)} {
-		tr.turnedAway(keys.seal(token{state: Admitted, id: holder.id, since: holder.since, expires: expires}),
+		tr.turnedAway(keys.Seal(token.Token{State: queue.Admitted, ID: holder.ID, Since: holder.Since, Expires: expires}),
 			"an expired admitted cookie")
-		tr.turnedAway(keys.seal(token{state: Queued, id: head.id, since: head.since, expires: expires}),
+		tr.turnedAway(keys.Seal(token.Token{State: queue.Queued, ID: head.ID, Since: head.Since, Expires: expires}),
 			"the head waiter's expired cookie")
 	}
 
@@ -157,7 +160,7 @@ func TestBitFlippedCookieNeverAdmits(t *testing.T) {
 		{"the head waiter's cookie", waiters[0]},
 	} {
 		raw, err := base64.RawURLEncoding.DecodeString(real.cookie)
-		if err != nil || len(raw) != tokenLen {
+		if err != nil || len(raw) != token.Len {
 			t.Fatalf("%s is not a token: %q", real.what, real.cookie)
 		}
 		for bit := 0; bit < 8*len(raw); bit++ {
@@ -184,7 +187,7 @@ func TestBitFlippedCookieNeverAdmits(t *testing.T) {
 func TestVisitorIDIsNeverChosenByTheClient(t *testing.T) {
 	tr := newRoomWith(t, func(h *Handler) {})
 	tr.fill(1)
-	chosen := NewVisitorID()
+	chosen := queue.NewVisitorID()
 	keys := tr.h.room.keys.Load()
 	now := tr.clock.Now()
 	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
@@ -192,7 +195,7 @@ func TestVisitorIDIsNeverChosenByTheClient(t *testing.T) {
 		return nil
 	})
 
-	issued := map[VisitorID]bool{}
+	issued := map[queue.VisitorID]bool{}
 	hint := chosen.String()
 	for i := 0; i < 100; i++ {
 		r := httptest.NewRequest(http.MethodGet, "http://shop.example/?visitor="+hint+"&id="+hint+"&visitor_id="+hint, nil)
@@ -205,13 +208,13 @@ func TestVisitorIDIsNeverChosenByTheClient(t *testing.T) {
 		if err := tr.h.ServeHTTP(w, r, next); err != nil {
 			t.Fatal(err)
 		}
-		var id VisitorID
+		var id queue.VisitorID
 		for _, c := range w.Result().Cookies() {
 			if c.Name == tr.h.Cookie.Name {
-				id = tr.token(c.Value).id
+				id = tr.tokenOf(c.Value).ID
 			}
 		}
-		if id == chosen || id == (VisitorID{}) || issued[id] {
+		if id == chosen || id == (queue.VisitorID{}) || issued[id] {
 			t.Fatalf("request %d was given id %s (chosen %s, seen before %v)", i, id, chosen, issued[id])
 		}
 		issued[id] = true
@@ -219,10 +222,10 @@ func TestVisitorIDIsNeverChosenByTheClient(t *testing.T) {
 
 	// Even with the room's own signature (which a client cannot make), a queued or
 	// admitted cookie for an id the store never issued is a new visitor at the back.
-	for _, state := range []State{Queued, Admitted} {
-		forged := keys.seal(token{state: state, id: chosen, since: now.Add(-time.Hour), expires: now.Add(time.Hour)})
+	for _, state := range []queue.State{queue.Queued, queue.Admitted} {
+		forged := keys.Seal(token.Token{State: state, ID: chosen, Since: now.Add(-time.Hour), Expires: now.Add(time.Hour)})
 		tr.turnedAway(forged, "a signed "+state.String()+" cookie for an id the server never issued")
-		if st, _ := tr.h.store.Status(context.Background(), chosen, now); st.State != Unknown {
+		if st, _ := tr.h.store.Status(context.Background(), chosen, now); st.State != queue.Unknown {
 			t.Fatalf("the store took the client's id: %+v", st)
 		}
 	}
@@ -244,7 +247,7 @@ func TestRejoinWithoutCookieGoesToTheBack(t *testing.T) {
 // A cookie signed with an old secret keeps its place (or slot) while the new config
 // lists that secret in previous_secrets, and not once it is gone from the list.
 func TestPreviousSecretsDuringRotation(t *testing.T) {
-	name := "rotation-" + NewVisitorID().String()[:8]
+	name := "rotation-" + queue.NewVisitorID().String()[:8]
 	clk := &fakeClock{now: time.Unix(1_800_000_000, 0)}
 	config := func(secret string, previous ...string) func(h *Handler) {
 		return func(h *Handler) {
@@ -260,8 +263,8 @@ func TestPreviousSecretsDuringRotation(t *testing.T) {
 	if w.Body.String() != "upstream" {
 		t.Fatalf("an admitted visitor with an old-secret cookie was stopped during rotation: %q", w.Body.String())
 	}
-	newOnly := newKeyring(name, [][]byte{[]byte("new")})
-	if _, ok := newOnly.open(reissued, clk.Now()); !ok {
+	newOnly := token.NewKeyring(name, [][]byte{[]byte("new")})
+	if _, ok := newOnly.Open(reissued, clk.Now()); !ok {
 		t.Fatal("the cookie reissued during rotation is not signed with the new secret")
 	}
 	if v := rotating.queued(waiters[0]); v.Position != 1 {

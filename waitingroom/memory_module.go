@@ -3,6 +3,7 @@ package waitingroom
 import (
 	"sync"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
@@ -28,16 +29,16 @@ func (MemoryStore) CaddyModule() caddy.ModuleInfo {
 }
 
 // OpenStore returns the named room's state, created on first use.
-func (MemoryStore) OpenStore(_ caddy.Context, room string) (Store, func(), error) {
+func (MemoryStore) OpenStore(_ caddy.Context, room string) (queue.Store, func(), error) {
 	v, _, err := memoryStores.LoadOrNew(room, func() (caddy.Destructor, error) {
-		return newMemoryStore(), nil
+		return queue.NewMemoryStore(), nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	var once sync.Once
 	release := func() { once.Do(func() { _, _ = memoryStores.Delete(room) }) }
-	return v.(*memoryStore), release, nil
+	return v.(*queue.MemoryStore), release, nil
 }
 
 // UnmarshalCaddyfile sets up the store from Caddyfile tokens: `store memory` takes
@@ -57,5 +58,5 @@ func (*MemoryStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 var (
 	_ StoreModule           = (*MemoryStore)(nil)
 	_ caddyfile.Unmarshaler = (*MemoryStore)(nil)
-	_ Store                 = (*memoryStore)(nil)
+	_ queue.Store           = (*queue.MemoryStore)(nil)
 )

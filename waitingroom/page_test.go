@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/assets"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 )
 
 const browserEncodings = "gzip, deflate, br, zstd"
@@ -61,7 +61,7 @@ func pageBytes(t *testing.T, w *httptest.ResponseRecorder) []byte {
 	}
 	nonce := cspDirectives(h.Get("Content-Security-Policy"))["script-src"]
 	nonce = strings.TrimSuffix(strings.TrimPrefix(nonce, "'nonce-"), "'")
-	if len(nonce) != nonceLen {
+	if len(nonce) != 22 {
 		t.Fatalf("no nonce in the policy %q", h.Get("Content-Security-Policy"))
 	}
 	return bytes.ReplaceAll(body, []byte(nonce), []byte("NONCE"))
@@ -126,7 +126,7 @@ func TestUnsplicedPageGoesOutAsItIs(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := newTestRoomWith(t, 1, func(h *Handler) { h.Template = file })
-	if page, _ := assets.NewPage(file, text); page.Unspliced() == nil {
+	if page, _ := page.NewPage(file, text); page.Unspliced() == nil {
 		t.Fatal("the template is spliced; the test needs one that is not")
 	}
 	tr.visit("", "")

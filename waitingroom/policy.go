@@ -6,40 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
-	"strings"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 )
-
-// Modes say how a room admits, as Cloudflare's waiting rooms define them.
-const (
-	// ModeFIFO admits first come, first served. The default.
-	ModeFIFO = "fifo"
-	// ModeRandom admits any live waiter next, picked uniformly.
-	ModeRandom = "random"
-	// ModePassthrough admits everyone (and counts them): no queue, no limits.
-	ModePassthrough = "passthrough"
-	// ModeReject admits while there is room and turns the rest away with a "sold out,
-	// come back later" answer, queueing nobody.
-	ModeReject = "reject"
-	// ModeQueueAll admits nobody new: everyone arriving queues and the ETA is hidden.
-	ModeQueueAll = "queue_all"
-	// ModeSuspended turns the room off: requests pass straight through, no cookie is
-	// set, nothing is counted.
-	ModeSuspended = "suspended"
-)
-
-var modes = []string{ModeFIFO, ModeRandom, ModePassthrough, ModeReject, ModeQueueAll, ModeSuspended}
-
-func checkMode(m string) error {
-	if !slices.Contains(modes, m) {
-		return fmt.Errorf("mode must be one of %s, got %q", strings.Join(modes, ", "), m)
-	}
-	return nil
-}
 
 // Rate is an admission rate limit: at most Count admissions in any window of Per.
 type Rate struct {
@@ -116,7 +88,7 @@ func (e *Event) validate() error {
 		return fmt.Errorf("event prequeue must not be negative, got %v", time.Duration(e.Prequeue))
 	}
 	if e.Capacity < 0 {
-		return fmt.Errorf("event capacity must be greater than 0, got %d", e.Capacity)
+		return fmt.Errorf("event capacity must not be negative, got %d", e.Capacity)
 	}
 	if e.Rate != nil {
 		if err := e.Rate.validate(); err != nil {
@@ -124,7 +96,7 @@ func (e *Event) validate() error {
 		}
 	}
 	if e.Mode != "" {
-		if err := checkMode(e.Mode); err != nil {
+		if err := queue.CheckMode(e.Mode); err != nil {
 			return fmt.Errorf("event %w", err)
 		}
 	}
@@ -164,7 +136,7 @@ type policy struct {
 func (h *Handler) policyAt(now time.Time) policy {
 	p := policy{capacity: h.Capacity, rate: h.Rate, mode: h.Mode}
 	if p.mode == "" {
-		p.mode = ModeFIFO
+		p.mode = queue.ModeFIFO
 	}
 	for i := range h.Events {
 		ev := &h.Events[i]
@@ -205,11 +177,11 @@ func (h *Handler) policyAt(now time.Time) policy {
 
 // holds reports whether nobody new is admitted (queue_all, or an event's pre-queue): the
 // ETA is then unknowable.
-func (p policy) holds() bool { return p.prequeue || p.mode == ModeQueueAll }
+func (p policy) holds() bool { return p.prequeue || p.mode == queue.ModeQueueAll }
 
 // limits are the store-facing settings for this policy.
-func (h *Handler) limitsFor(p policy) Limits {
-	lim := Limits{
+func (h *Handler) limitsFor(p policy) queue.Limits {
+	lim := queue.Limits{
 		Capacity:   p.capacity,
 		SessionTTL: time.Duration(h.SessionTTL),
 		QueueTTL:   time.Duration(h.QueueTTL),
@@ -218,14 +190,14 @@ func (h *Handler) limitsFor(p policy) Limits {
 		lim.Rate, lim.RatePer = p.rate.Count, time.Duration(p.rate.Per)
 	}
 	switch {
-	case p.holds(), p.mode == ModeSuspended:
+	case p.holds(), p.mode == queue.ModeSuspended:
 		// Suspended: the loop still drops the expired, so the counts stay honest.
 		lim.Hold = true
-	case p.mode == ModeRandom:
+	case p.mode == queue.ModeRandom:
 		lim.Random = true
-	case p.mode == ModePassthrough:
+	case p.mode == queue.ModePassthrough:
 		lim.Capacity, lim.Rate, lim.RatePer = math.MaxInt32, 0, 0
-	case p.mode == ModeReject:
+	case p.mode == queue.ModeReject:
 		lim.NoQueue = true
 	}
 	return lim

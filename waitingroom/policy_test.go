@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,8 +19,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
-
-	"github.com/caddy-waitingroom/caddy-waitingroom/assets"
 )
 
 func testGauge(t *testing.T, g prometheus.Gauge) float64 {
@@ -30,16 +30,16 @@ func testGauge(t *testing.T, g prometheus.Gauge) float64 {
 	return m.GetGauge().GetValue()
 }
 
-func (tr *testRoom) patch(body string) RoomInfo {
+func (tr *testRoom) patch(body string) roomInfo {
 	tr.t.Helper()
-	info, err := (&Room{h: tr.h}).Patch(context.Background(), []byte(body))
+	info, err := (&control{h: tr.h}).patch(context.Background(), []byte(body))
 	if err != nil {
 		tr.t.Fatalf("PATCH %s: %v", body, err)
 	}
 	return info
 }
 
-func (tr *testRoom) stats() Stats {
+func (tr *testRoom) stats() queue.Stats {
 	tr.t.Helper()
 	st, err := tr.h.store.Stats(context.Background())
 	if err != nil {
@@ -60,12 +60,12 @@ func TestModes(t *testing.T) {
 		etaHidden  bool
 		firstPassy bool // whether the first visitor reached the upstream
 	}{
-		{mode: ModeFIFO, code: 200, status: "queued", cookie: true, active: 1, waiting: 1, firstPassy: true},
-		{mode: ModeRandom, code: 200, status: "queued", cookie: true, active: 1, waiting: 1, firstPassy: true},
-		{mode: ModePassthrough, code: 200, status: "", cookie: true, active: 2, waiting: 0, firstPassy: true},
-		{mode: ModeReject, code: 503, status: "rejected", cookie: false, active: 1, waiting: 0, firstPassy: true},
-		{mode: ModeQueueAll, code: 200, status: "queued", cookie: true, active: 0, waiting: 2, etaHidden: true},
-		{mode: ModeSuspended, code: 200, status: "", cookie: false, active: 0, waiting: 0, firstPassy: true},
+		{mode: queue.ModeFIFO, code: 200, status: "queued", cookie: true, active: 1, waiting: 1, firstPassy: true},
+		{mode: queue.ModeRandom, code: 200, status: "queued", cookie: true, active: 1, waiting: 1, firstPassy: true},
+		{mode: queue.ModePassthrough, code: 200, status: "", cookie: true, active: 2, waiting: 0, firstPassy: true},
+		{mode: queue.ModeReject, code: 503, status: "rejected", cookie: false, active: 1, waiting: 0, firstPassy: true},
+		{mode: queue.ModeQueueAll, code: 200, status: "queued", cookie: true, active: 0, waiting: 2, etaHidden: true},
+		{mode: queue.ModeSuspended, code: 200, status: "", cookie: false, active: 0, waiting: 0, firstPassy: true},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			tr := newTestRoom(t, 1)
@@ -83,7 +83,7 @@ func TestModes(t *testing.T) {
 					t.Fatalf("second visitor did not reach the upstream: %q", w.Body.String())
 				}
 			} else {
-				var v view
+				var v page.View
 				if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil || v.Status != tc.status {
 					t.Fatalf("second visitor got %q, want status %q", w.Body.String(), tc.status)
 				}
@@ -98,8 +98,8 @@ func TestModes(t *testing.T) {
 			if st := tr.stats(); st.Active != tc.active || st.Waiting != tc.waiting {
 				t.Fatalf("store has %d active, %d waiting; want %d, %d", st.Active, st.Waiting, tc.active, tc.waiting)
 			}
-			info, err := (&Room{h: tr.h}).Info(context.Background())
-			if err != nil || info.Mode != tc.mode || info.Configured.Mode != ModeFIFO {
+			info, err := (&control{h: tr.h}).info(context.Background())
+			if err != nil || info.Mode != tc.mode || info.Configured.Mode != queue.ModeFIFO {
 				t.Fatalf("Info: mode %q (configured %q), %v", info.Mode, info.Configured.Mode, err)
 			}
 			// The metrics keep following the store in every mode.
@@ -107,7 +107,7 @@ func TestModes(t *testing.T) {
 				t.Fatalf("active gauge %v, want %d", got, tc.active)
 			}
 			// Restoring the configured mode with null.
-			if info := tr.patch(`{"mode":null}`); info.Mode != ModeFIFO || info.Overrides.Mode != nil {
+			if info := tr.patch(`{"mode":null}`); info.Mode != queue.ModeFIFO || info.Overrides.Mode != nil {
 				t.Fatalf("after mode null: %+v", info)
 			}
 		})
@@ -152,15 +152,15 @@ func TestRandomModePageSaysSo(t *testing.T) {
 
 func TestPatchRateAndModeValidation(t *testing.T) {
 	tr := newTestRoom(t, 5)
-	room := &Room{h: tr.h}
+	room := &control{h: tr.h}
 	info := tr.patch(`{"rate":{"count":10,"per":"1s"},"mode":"queue_all"}`)
-	if info.Rate == nil || info.Rate.Count != 10 || time.Duration(info.Rate.Per) != time.Second || info.Mode != ModeQueueAll {
+	if info.Rate == nil || info.Rate.Count != 10 || time.Duration(info.Rate.Per) != time.Second || info.Mode != queue.ModeQueueAll {
 		t.Fatalf("after PATCH: rate %+v mode %q", info.Rate, info.Mode)
 	}
 	if info := tr.patch(`{"rate":"off"}`); info.Rate != nil {
 		t.Fatalf(`rate "off" left %+v`, info.Rate)
 	}
-	if info := tr.patch(`{"rate":null,"mode":null}`); info.Rate != nil || info.Mode != ModeFIFO || info.Overrides != (Overrides{}) {
+	if info := tr.patch(`{"rate":null,"mode":null}`); info.Rate != nil || info.Mode != queue.ModeFIFO || info.Overrides != (overrides{}) {
 		t.Fatalf("after restoring: %+v", info)
 	}
 	for body, want := range map[string]string{
@@ -172,15 +172,15 @@ func TestPatchRateAndModeValidation(t *testing.T) {
 		`{"rate":"fast"}`:                       "rate must be",
 		`{"colour":"red"}`:                      "the fields are: capacity, rate, mode",
 	} {
-		var input *InputError
-		if _, err := room.Patch(context.Background(), []byte(body)); err == nil || !strings.Contains(err.Error(), want) || !asInput(err, &input) {
+		var input *inputError
+		if _, err := room.patch(context.Background(), []byte(body)); err == nil || !strings.Contains(err.Error(), want) || !asInput(err, &input) {
 			t.Errorf("PATCH %s: %v, want an input error with %q", body, err, want)
 		}
 	}
 }
 
-func asInput(err error, target **InputError) bool {
-	e, ok := err.(*InputError)
+func asInput(err error, target **inputError) bool {
+	e, ok := err.(*inputError)
 	*target = e
 	return ok
 }
@@ -209,7 +209,7 @@ func TestRateBoundETAFollowsTheRate(t *testing.T) {
 	if st := tr.stats(); st.AdmittedTotal != 6+6*5 {
 		t.Fatalf("%d admitted in 5 minutes at 6/min (+6 at once), want 36", st.AdmittedTotal)
 	}
-	rate, known := tr.h.room.est.rate()
+	rate, known := tr.h.room.est.Rate()
 	if !known || rate < 0.09 || rate > 0.11 {
 		t.Fatalf("measured throughput %.3f/s (known %v), want the rate's 0.1/s", rate, known)
 	}
@@ -244,7 +244,7 @@ func TestTemplateErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.h.page, err = assets.NewPage(fragile, string(tmpl)); err != nil {
+	if tr.h.page.Page, err = page.NewPage(fragile, string(tmpl)); err != nil {
 		t.Fatalf("a template that renders the sample was refused: %v", err)
 	}
 	core, logs := observer.New(zapcore.ErrorLevel)
@@ -269,7 +269,7 @@ func TestTemplateErrors(t *testing.T) {
 
 func TestPreview(t *testing.T) {
 	tr := newTestRoom(t, 4)
-	room := &Room{h: tr.h}
+	room := &control{h: tr.h}
 	for _, tc := range []struct {
 		state, lang, want string
 	}{
@@ -279,11 +279,11 @@ func TestPreview(t *testing.T) {
 		{"rejected", "en", "Sold out for now"},
 		{"unavailable", "ko", "대기실을 일시적으로 이용할 수 없습니다"},
 	} {
-		page, nonce, err := room.Preview(tc.state, 37, tc.lang)
-		if err != nil || !strings.Contains(string(page), tc.want) || nonce == "" {
-			t.Fatalf("preview %s/%s: %v, page lacks %q:\n%s", tc.state, tc.lang, err, tc.want, page)
+		body, header, err := room.Preview(tc.state, 37, tc.lang)
+		if err != nil || !strings.Contains(string(body), tc.want) || !strings.Contains(header.Get("Content-Security-Policy"), "'nonce-") {
+			t.Fatalf("preview %s/%s: %v, page lacks %q or its policy a nonce (%v):\n%s", tc.state, tc.lang, err, tc.want, header, body)
 		}
-		if tc.state == "queued" && !strings.Contains(string(page), ">37<") {
+		if tc.state == "queued" && !strings.Contains(string(body), ">37<") {
 			t.Fatalf("queued preview does not show position 37")
 		}
 	}

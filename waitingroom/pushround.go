@@ -5,14 +5,16 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 // pushRound is the hub loop's scratch space, reused every round so a push to 100k
 // waiters allocates next to nothing.
 type pushRound struct {
 	waiters   []roundWaiter
-	beats     []VisitorID // the waiters the round's heartbeat covers
-	ids       []VisitorID
+	beats     []queue.VisitorID // the waiters the round's heartbeat covers
+	ids       []queue.VisitorID
 	tickets   []uint64
 	positions []int
 	settled   []settled // what became of the listed waiters no longer queued
@@ -42,14 +44,14 @@ type resend struct {
 // ticket listed.
 type settled struct {
 	i      int
-	status Status
+	status queue.Status
 }
 
 // roundWaiter is one waiter as a round lists it. ws is the hub's own record, so the
 // offers of a round reach a waiter's sockets without a map lookup each.
 type roundWaiter struct {
 	ticket uint64
-	id     VisitorID
+	id     queue.VisitorID
 	ws     *waiterSockets
 }
 
@@ -159,11 +161,11 @@ func (p *pushRound) apply(hb *hub, now time.Time) {
 		status := p.settled[next].status
 		next++
 		switch status.State {
-		case Admitted:
+		case queue.Admitted:
 			hb.each(w.id, (*socket).admit)
-		case Unknown:
+		case queue.Unknown:
 			hb.each(w.id, (*socket).lose)
-		case Queued:
+		case queue.Queued:
 			// Still queued under another ticket: an event's lottery reassigned them.
 			hb.retick(w.id, status.Ticket)
 			p.offerAll(hb, &o, w.ws, status.Position)
@@ -212,7 +214,7 @@ func (p *pushRound) resendDue(hb *hub, now time.Time) {
 type figures struct {
 	h         *Handler
 	now       time.Time
-	st        *Stats
+	st        *queue.Stats
 	pol       policy
 	rate      float64
 	rateKnown bool
@@ -245,7 +247,7 @@ func (p *pushRound) offer(o *figures, s *socket, position int) {
 	if p.framedAt != position {
 		v := o.h.viewAt(position, o.st, o.rate, o.rateKnown, o.pol)
 		v.Type = "position"
-		p.frame, p.framedAt = v.appendFrame(p.frame[:0]), position
+		p.frame, p.framedAt = appendFrame(&v, p.frame[:0]), position
 	}
 	s.push(p.frame)
 	p.resends = append(p.resends, resend{s, o.now})

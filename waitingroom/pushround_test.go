@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 // A round lists the hub's waiters in line order, and lists them again only when the
@@ -12,7 +14,7 @@ import (
 // lottery. A list kept too long would offer positions to the gone and miss the new.
 func TestRoundListsTheLineInOrder(t *testing.T) {
 	hb := newHub(nil)
-	ids := make([]VisitorID, 6)
+	ids := make([]queue.VisitorID, 6)
 	sockets := make([]*socket, len(ids))
 	for i := range ids {
 		ids[i][0] = byte(i + 1)
@@ -70,7 +72,7 @@ func TestResendQueueWritesWhenOwedAndOnlyThen(t *testing.T) {
 	const n = 50
 	sockets := make([]*socket, n)
 	for i := range sockets {
-		var id VisitorID
+		var id queue.VisitorID
 		id[0], id[1] = byte(i), 1
 		// A socket that takes every push and writes nothing: its writer is done.
 		sockets[i] = &socket{hb: hb, id: id, done: true}
@@ -198,7 +200,7 @@ func TestAMovingLineIsToldWithinTheBudget(t *testing.T) {
 	tr := newTestRoom(t, 1)
 	for _, waiters := range []int{100, 5_000, 10_000, 17_000, 100_000} {
 		hb := newHub(tr.h.room)
-		s := &socket{hb: hb, id: VisitorID{1}, done: true} // takes every push, writes nothing
+		s := &socket{hb: hb, id: queue.VisitorID{1}, done: true} // takes every push, writes nothing
 		hb.add(s.id, 1, s)
 		var p pushRound
 		p.collect(hb)

@@ -32,19 +32,19 @@ func unregister(h *Handler) {
 	registry.rooms[h.Name] = hs
 }
 
-// LookupRoom returns the running room of that name.
-func LookupRoom(name string) (*Room, bool) {
+// LookupRoom returns the running room of that name, for the admin API.
+func LookupRoom(name string) (AdminRoom, bool) {
 	registry.Lock()
 	defer registry.Unlock()
 	hs := registry.rooms[name]
 	if len(hs) == 0 {
 		return nil, false
 	}
-	return &Room{h: hs[len(hs)-1]}, true
+	return control{h: hs[len(hs)-1]}, true
 }
 
-// Rooms returns every running room, sorted by name.
-func Rooms() []*Room {
+// Rooms returns every running room, sorted by name, for the admin API.
+func Rooms() []AdminRoom {
 	registry.Lock()
 	defer registry.Unlock()
 	names := make([]string, 0, len(registry.rooms))
@@ -52,10 +52,10 @@ func Rooms() []*Room {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	rooms := make([]*Room, 0, len(names))
+	rooms := make([]AdminRoom, 0, len(names))
 	for _, name := range names {
 		hs := registry.rooms[name]
-		rooms = append(rooms, &Room{h: hs[len(hs)-1]})
+		rooms = append(rooms, control{h: hs[len(hs)-1]})
 	}
 	return rooms
 }

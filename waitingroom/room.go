@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 )
@@ -16,9 +18,6 @@ import (
 const (
 	// stepEvery is the admission step's period; departures also trigger a step at once.
 	stepEvery = 250 * time.Millisecond
-	// touchEvery throttles the store touch of an admitted visitor: within it, a request
-	// costs a cookie check only.
-	touchEvery = 5 * time.Second
 	// storeErrorLogEvery rate-limits outage logs to one line per period per room.
 	storeErrorLogEvery = 10 * time.Second
 	// secretCheckEvery is how often a generated secret is offered to the store again:
@@ -32,20 +31,20 @@ const (
 // over the same (pooled) store; the old one stops in Cleanup.
 type room struct {
 	h      *Handler
-	store  Store
+	store  queue.Store
 	logger *zap.Logger
 
-	keys      atomic.Pointer[keyring]   // nil until a secret is agreed
-	stats     atomic.Pointer[Stats]     // last counters the loop read
-	overrides atomic.Pointer[Overrides] // last runtime settings the loop read
-	est       *estimator
+	keys      atomic.Pointer[token.Keyring] // nil until a secret is agreed
+	stats     atomic.Pointer[queue.Stats]   // last counters the loop read
+	overrides atomic.Pointer[overrides]     // last runtime settings the loop read
+	est       *queue.Estimator
 	hub       *hub
 	ips       *ipCounters
 	metrics   *roomMetrics
 
 	// touched is when this instance last confirmed each visitor's session with the
 	// store.
-	touched touchCache
+	touched queue.TouchCache
 	// drawn holds the keys of the event lotteries this instance knows are drawn.
 	drawn sync.Map
 
@@ -68,15 +67,15 @@ func newRoom(h *Handler, secrets [][]byte, m *roomMetrics) *room {
 		h:       h,
 		store:   h.store,
 		logger:  h.logger,
-		est:     newEstimator(),
+		est:     queue.NewEstimator(),
 		metrics: m,
 		ips:     newIPCounters(),
 		kickCh:  make(chan struct{}, 1),
 	}
-	rm.stats.Store(&Stats{})
-	rm.overrides.Store(&Overrides{})
+	rm.stats.Store(&queue.Stats{})
+	rm.overrides.Store(&overrides{})
 	if secrets != nil {
-		rm.keys.Store(newKeyring(h.Name, secrets))
+		rm.keys.Store(token.NewKeyring(h.Name, secrets))
 	}
 	rm.hub = newHub(rm)
 	return rm
@@ -157,7 +156,7 @@ func (rm *room) tick(ctx context.Context) {
 		return
 	}
 	rm.stats.Store(&st)
-	rm.est.observe(now, st.AdmittedTotal)
+	rm.est.Observe(now, st.AdmittedTotal)
 	rm.metrics.active.Set(float64(st.Active))
 	rm.metrics.waiting.Set(float64(st.Waiting))
 	rm.metrics.capacity.Set(float64(p.capacity))
@@ -195,7 +194,7 @@ func (rm *room) agreeSecret(ctx context.Context) error {
 			zap.String("room", rm.h.Name))
 	}
 	rm.agreed = secret
-	rm.keys.Store(newKeyring(rm.h.Name, secrets))
+	rm.keys.Store(token.NewKeyring(rm.h.Name, secrets))
 	return nil
 }
 
@@ -206,11 +205,11 @@ func (rm *room) loadOverrides(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	o := new(Overrides)
+	o := new(overrides)
 	if len(doc) > 0 {
 		if err := json.Unmarshal(doc, o); err != nil {
 			rm.logger.Error("ignoring unreadable runtime settings", zap.String("room", rm.h.Name), zap.Error(err))
-			o = new(Overrides)
+			o = new(overrides)
 		}
 	}
 	rm.overrides.Store(o)
@@ -218,19 +217,19 @@ func (rm *room) loadOverrides(ctx context.Context) error {
 }
 
 // touchedRecently reports whether this instance confirmed id's session with the store
-// within touchEvery: the admitted hot path.
-func (rm *room) touchedRecently(id VisitorID, now time.Time) bool {
-	return rm.touched.recent(id, now)
+// within queue.TouchEvery: the admitted hot path.
+func (rm *room) touchedRecently(id queue.VisitorID, now time.Time) bool {
+	return rm.touched.Recent(id, now)
 }
 
-func (rm *room) markTouched(id VisitorID, now time.Time) { rm.touched.mark(id, now) }
+func (rm *room) markTouched(id queue.VisitorID, now time.Time) { rm.touched.Mark(id, now) }
 
-func (rm *room) forgetTouched(id VisitorID) { rm.touched.forget(id) }
+func (rm *room) forgetTouched(id queue.VisitorID) { rm.touched.Forget(id) }
 
 // pruneTouched drops cache entries of visitors whose sessions must have lapsed, so
 // the cache holds about the admitted visitors and no more.
 func (rm *room) pruneTouched() {
-	rm.touched.prune(rm.h.clock.Now().Add(-time.Duration(rm.h.SessionTTL)).UnixNano())
+	rm.touched.Prune(rm.h.clock.Now().Add(-time.Duration(rm.h.SessionTTL)).UnixNano())
 }
 
 // storeError logs a store failure, at most once per storeErrorLogEvery, with how many

@@ -6,20 +6,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 )
-
-// queuedTokenLife bounds how long a waiter's cookie is believed; the store decides
-// whether the place still exists (queue_ttl), so this only limits replay of old cookies.
-const queuedTokenLife = 24 * time.Hour
 
 // ServeHTTP lets admitted visitors through and queues the rest.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	rm := h.room
 	now := h.clock.Now()
 	p := h.policyAt(now)
-	if p.mode == ModeSuspended {
+	if p.mode == queue.ModeSuspended {
 		return next.ServeHTTP(w, r) // the room is off: no cookie, nothing counted
 	}
 	keys := rm.keys.Load()
@@ -28,41 +26,41 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return h.degraded(w, r, next)
 	}
 
-	if tok, ok := keys.open(h.Cookie.value(r), now); ok {
-		switch tok.state {
-		case Admitted:
-			if rm.touchedRecently(tok.id, now) {
-				return h.passAdmitted(w, r, next, tok.id)
+	if tok, ok := keys.Open(h.Cookie.Value(r), now); ok {
+		switch tok.State {
+		case queue.Admitted:
+			if rm.touchedRecently(tok.ID, now) {
+				return h.passAdmitted(w, r, next, tok.ID)
 			}
-			active, err := rm.store.Touch(r.Context(), tok.id, now)
+			active, err := rm.store.Touch(r.Context(), tok.ID, now)
 			if err != nil {
 				// The cookie is verified: an admitted visitor keeps passing in an outage.
 				rm.storeError("touch", err)
-				return h.passAdmitted(w, r, next, tok.id)
+				return h.passAdmitted(w, r, next, tok.ID)
 			}
 			if active {
-				h.admit(w, r, keys, tok.id, tok.since, now)
-				return h.passAdmitted(w, r, next, tok.id)
+				h.admit(w, r, keys, tok.ID, tok.Since, now)
+				return h.passAdmitted(w, r, next, tok.ID)
 			}
 			// Session lapsed, revoked or removed: a new visitor, at the back.
-		case Queued:
-			st, err := rm.store.Status(r.Context(), tok.id, now)
+		case queue.Queued:
+			st, err := rm.store.Status(r.Context(), tok.ID, now)
 			if err != nil {
 				return h.degraded(w, r, next)
 			}
 			switch st.State {
-			case Admitted:
-				if !rm.touchedRecently(tok.id, now) {
-					rm.metrics.wait.Observe(now.Sub(tok.since).Seconds())
+			case queue.Admitted:
+				if !rm.touchedRecently(tok.ID, now) {
+					rm.metrics.wait.Observe(now.Sub(tok.Since).Seconds())
 				}
-				h.admit(w, r, keys, tok.id, now, now)
+				h.admit(w, r, keys, tok.ID, now, now)
 				if isWaitingSocket(r) {
 					return rm.hub.serveAdmitted(w, r)
 				}
-				return h.passAdmitted(w, r, next, tok.id)
-			case Queued:
-				h.queue(w, r, keys, tok.id, tok.since, now)
-				return h.serveQueued(w, r, tok.id, st, p)
+				return h.passAdmitted(w, r, next, tok.ID)
+			case queue.Queued:
+				h.holdPlace(w, r, keys, tok.ID, tok.Since, now)
+				return h.serveQueued(w, r, tok.ID, st, p)
 			}
 			// The place was lost (queue_ttl): a new visitor, at the back.
 		}
@@ -72,20 +70,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		!rm.ips.allowJoin(clientAddr(r), now, cap.MaxJoins, time.Duration(cap.JoinWindow)) {
 		return tooMany(w, time.Duration(cap.JoinWindow))
 	}
-	id := NewVisitorID()
+	id := queue.NewVisitorID()
 	rm.drawLots(r.Context(), p) // an event's lottery comes before its first new arrival
 	st, err := rm.store.Join(r.Context(), id, now, h.limitsFor(p))
 	if err != nil {
 		rm.storeError("join", err)
 		return h.degraded(w, r, next)
 	}
-	if st.State == Rejected {
+	if st.State == queue.Rejected {
 		if c := h.logger.Check(zap.DebugLevel, "visitor turned away"); c != nil {
 			c.Write(zap.String("room", h.Name), zap.String("mode", p.mode))
 		}
 		return h.serveRejected(w, r, p)
 	}
-	if st.State == Admitted {
+	if st.State == queue.Admitted {
 		rm.metrics.admitted.Inc()
 		h.admit(w, r, keys, id, now, now)
 		return h.passAdmitted(w, r, next, id)
@@ -94,29 +92,29 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if c := h.logger.Check(zap.DebugLevel, "visitor queued"); c != nil {
 		c.Write(zap.String("room", h.Name), zap.Stringer("visitor", id), zap.Int("position", st.Position))
 	}
-	h.queue(w, r, keys, id, now, now)
+	h.holdPlace(w, r, keys, id, now, now)
 	return h.serveQueued(w, r, id, st, p)
 }
 
 // admit gives id a fresh admitted cookie (admitted at since) and records that its
 // session was just confirmed with the store.
-func (h *Handler) admit(w http.ResponseWriter, r *http.Request, keys *keyring, id VisitorID, since, now time.Time) {
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request, keys *token.Keyring, id queue.VisitorID, since, now time.Time) {
 	expires := now.Add(time.Duration(h.SessionTTL))
-	var sealed [tokenText]byte
-	h.Cookie.set(w, r, keys.appendSealed(sealed[:0], token{state: Admitted, id: id, since: since, expires: expires}), expires)
+	var sealed [token.Text]byte
+	h.Cookie.Set(w, r, keys.AppendSealed(sealed[:0], token.Token{State: queue.Admitted, ID: id, Since: since, Expires: expires}), expires)
 	h.room.markTouched(id, now)
 }
 
 // queue gives waiter id (queued since) a fresh queued cookie.
-func (h *Handler) queue(w http.ResponseWriter, r *http.Request, keys *keyring, id VisitorID, since, now time.Time) {
-	expires := now.Add(queuedTokenLife)
-	var sealed [tokenText]byte
-	h.Cookie.set(w, r, keys.appendSealed(sealed[:0], token{state: Queued, id: id, since: since, expires: expires}), expires)
+func (h *Handler) holdPlace(w http.ResponseWriter, r *http.Request, keys *token.Keyring, id queue.VisitorID, since, now time.Time) {
+	expires := now.Add(token.QueuedLife)
+	var sealed [token.Text]byte
+	h.Cookie.Set(w, r, keys.AppendSealed(sealed[:0], token.Token{State: queue.Queued, ID: id, Since: since, Expires: expires}), expires)
 }
 
 // passAdmitted hands the request on, watching the response for the upstream's revoke
 // command.
-func (h *Handler) passAdmitted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, id VisitorID) error {
+func (h *Handler) passAdmitted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, id queue.VisitorID) error {
 	rw := &revokeWatcher{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, r: r, id: id}
 	err := next.ServeHTTP(rw, r)
 	if !rw.wroteHeader {
@@ -145,7 +143,7 @@ type revokeWatcher struct {
 	caddyhttp.ResponseWriterWrapper // by value: one allocation per admitted request, not two
 	h                               *Handler
 	r                               *http.Request
-	id                              VisitorID
+	id                              queue.VisitorID
 	wroteHeader                     bool
 }
 
@@ -175,7 +173,7 @@ func (rw *revokeWatcher) obey() {
 	delete(hdr, commandHeader)
 	if len(values) > 0 && strings.EqualFold(strings.TrimSpace(values[0]), "revoke") {
 		rw.h.revoke(rw.r, rw.id)
-		rw.h.Cookie.set(rw.ResponseWriter, rw.r, nil, time.Time{})
+		rw.h.Cookie.Set(rw.ResponseWriter, rw.r, nil, time.Time{})
 	}
 }
 
@@ -195,7 +193,7 @@ func (rw *revokeWatcher) ReadFrom(src io.Reader) (int64, error) {
 }
 
 // revoke frees id's slot now and admits the next waiter.
-func (h *Handler) revoke(r *http.Request, id VisitorID) {
+func (h *Handler) revoke(r *http.Request, id queue.VisitorID) {
 	h.room.forgetTouched(id)
 	if _, err := h.room.store.Leave(r.Context(), id); err != nil {
 		h.room.storeError("revoke", err)

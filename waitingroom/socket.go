@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/coder/websocket"
 	"go.uber.org/zap"
 )
@@ -63,7 +64,7 @@ type socket struct {
 	c       *websocket.Conn
 	conn    net.Conn        // c's connection, for write deadlines
 	raw     syscall.RawConn // conn's descriptor when it is plain TCP, for push; else nil
-	id      VisitorID
+	id      queue.VisitorID
 	release func() // gives back the address's connection count; nil without a cap
 
 	// wire is held while a frame is being written, whoever writes it: push, the
@@ -256,7 +257,7 @@ func (s *socket) fail() {
 // returns at once: the socket lives on in its reader goroutine (see socket), and the
 // request, its Caddy state and the deep stack that served it are not kept for the
 // hours a waiter may wait.
-func (hb *hub) serve(w http.ResponseWriter, r *http.Request, id VisitorID, st Status) error {
+func (hb *hub) serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID, st queue.Status) error {
 	var release func()
 	if cap := hb.rm.h.PerIP; cap != nil && cap.MaxConnections > 0 {
 		addr := clientAddr(r)
@@ -284,7 +285,7 @@ func (hb *hub) serve(w http.ResponseWriter, r *http.Request, id VisitorID, st St
 	// The first position goes out at once, not at the next push round.
 	v := hb.rm.h.queuedView(st.Position, hb.rm.h.policyAt(hb.rm.h.clock.Now()))
 	v.Type = "position"
-	s.push(v.appendFrame(nil))
+	s.push(appendFrame(&v, nil))
 	go s.read()
 	return nil
 }

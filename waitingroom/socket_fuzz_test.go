@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,12 +54,12 @@ func FuzzClientMessage(f *testing.F) {
 				cookie = c.Value
 			}
 		}
-		tok, ok := keys.open(cookie, tr.clock.Now())
-		if !ok || tok.state != Queued {
+		tok, ok := keys.Open(cookie, tr.clock.Now())
+		if !ok || tok.State != queue.Queued {
 			t.Fatalf("a new visitor to a full room got cookie %q", cookie)
 		}
-		defer func() { _, _ = tr.h.store.Leave(ctx, tok.id) }() // keep the queue short
-		before, _ := tr.h.store.Status(ctx, tok.id, tr.clock.Now())
+		defer func() { _, _ = tr.h.store.Leave(ctx, tok.ID) }() // keep the queue short
+		before, _ := tr.h.store.Status(ctx, tok.ID, tr.clock.Now())
 
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
@@ -78,14 +79,14 @@ func FuzzClientMessage(f *testing.F) {
 		// message, so once Close returns the message has had its effect.
 		_ = c.Close(websocket.StatusNormalClosure, "")
 
-		after, _ := tr.h.store.Status(ctx, tok.id, tr.clock.Now())
+		after, _ := tr.h.store.Status(ctx, tok.ID, tr.clock.Now())
 		if isLeave(msg) {
-			if after.State != Unknown {
+			if after.State != queue.Unknown {
 				t.Fatalf("a waiter that sent %q still holds %+v", msg, after)
 			}
 			return
 		}
-		if after.State != Queued || after.Ticket != before.Ticket {
+		if after.State != queue.Queued || after.Ticket != before.Ticket {
 			t.Fatalf("a waiter that sent %q went from %+v to %+v", msg, before, after)
 		}
 	})

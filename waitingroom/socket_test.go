@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/coder/websocket"
 )
@@ -187,7 +189,7 @@ func TestMessageSentWithTheUpgradeIsRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.State == Unknown {
+		if st.State == queue.Unknown {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -196,26 +198,26 @@ func TestMessageSentWithTheUpgradeIsRead(t *testing.T) {
 	}
 }
 
-func readView(ctx context.Context, t *testing.T, c *websocket.Conn) view {
+func readView(ctx context.Context, t *testing.T, c *websocket.Conn) page.View {
 	t.Helper()
 	_, data, err := c.Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v view
+	var v page.View
 	if err := json.Unmarshal(data, &v); err != nil {
 		t.Fatalf("not a message of the room: %q", data)
 	}
 	return v
 }
 
-func tokenID(t *testing.T, tr *testRoom, cookie string) VisitorID {
+func tokenID(t *testing.T, tr *testRoom, cookie string) queue.VisitorID {
 	t.Helper()
-	tok, ok := tr.h.room.keys.Load().open(cookie, tr.clock.Now())
+	tok, ok := tr.h.room.keys.Load().Open(cookie, tr.clock.Now())
 	if !ok {
 		t.Fatalf("cookie %q does not open", cookie)
 	}
-	return tok.id
+	return tok.ID
 }
 
 // A config going away (reload, stop) closes every waiting socket with 1012, which the

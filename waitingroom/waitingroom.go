@@ -11,11 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
-
-	"github.com/caddy-waitingroom/caddy-waitingroom/assets"
 )
 
 func init() {
@@ -69,7 +70,7 @@ type Handler struct {
 
 	// Fail says what happens to new visitors while the store cannot be reached: "open"
 	// lets them through, "closed" shows the waiting page as temporarily unavailable.
-	// Admitted visitors keep passing either way (their cookie is verified locally).
+	// queue.Admitted visitors keep passing either way (their cookie is verified locally).
 	// Default: open.
 	Fail string `json:"fail,omitempty"`
 
@@ -98,17 +99,16 @@ type Handler struct {
 	Lang string `json:"lang,omitempty"`
 
 	// Cookie configures the visitor cookie.
-	Cookie *Cookie `json:"cookie,omitempty"`
+	Cookie *token.Cookie `json:"cookie,omitempty"`
 
 	// StoreRaw holds the room's state. Default: {"type": "memory"}.
 	StoreRaw json.RawMessage `json:"store,omitempty" caddy:"namespace=http.handlers.waiting_room.stores inline_key=type"`
 
-	store        Store
+	store        queue.Store
 	storeType    string // the store module's name, for the admin API
 	releaseStore func()
 	room         *room
-	page         *assets.Page // the operator's template, or the embedded page
-	embedded     *assets.Page // what a failing operator template falls back to
+	page         *page.Writer // the operator's template, or the embedded page
 	logger       *zap.Logger
 	clock        clock
 }
@@ -152,9 +152,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.Fail = failOpen
 	}
 	if h.Cookie == nil {
-		h.Cookie = new(Cookie)
+		h.Cookie = new(token.Cookie)
 	}
-	h.Cookie.setDefaults(h.Name)
+	h.Cookie.SetDefaults(h.Name)
 	if h.PerIP != nil && h.PerIP.JoinWindow == 0 {
 		h.PerIP.JoinWindow = caddy.Duration(time.Minute)
 	}
@@ -162,24 +162,27 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 
-	h.embedded = assets.EmbeddedPage()
-	h.page = h.embedded
+	embedded := page.EmbeddedPage()
+	h.page = &page.Writer{Page: embedded, Embedded: embedded}
 	if h.Template != "" {
 		text, err := os.ReadFile(h.Template)
 		if err != nil {
 			return fmt.Errorf("reading template: %w", err)
 		}
-		h.page, err = assets.NewPage(h.Template, string(text))
-		if err != nil {
+		if h.page.Page, err = page.NewPage(h.Template, string(text)); err != nil {
 			return fmt.Errorf("parsing template %s: %w", h.Template, err)
 		}
-		if why := h.page.Unspliced(); why != nil {
+		if why := h.page.Page.Unspliced(); why != nil {
 			// Not an error: the page is right, but each one costs a full template
 			// execution (~100x a cached one), which an operator expecting a surge
 			// wants to know.
 			h.logger.Info("waiting page template is executed for every queued visitor",
 				zap.String("room", h.Name), zap.String("template", h.Template), zap.String("reason", why.Error()))
 		}
+	}
+	h.page.Failed = func(err error) {
+		h.logger.Error("waiting page template failed; serving the embedded page",
+			zap.String("room", h.Name), zap.String("template", h.Template), zap.Error(err))
 	}
 
 	if h.StoreRaw == nil {
@@ -240,6 +243,9 @@ func (h *Handler) Validate() error {
 	if h.Name == "" {
 		return errors.New("name is required")
 	}
+	if h.Name == reservedName {
+		return fmt.Errorf("name %q is reserved: the admin API serves its dashboard at /waiting_room/%s", h.Name, reservedName)
+	}
 	if h.Capacity <= 0 {
 		return fmt.Errorf("capacity must be greater than 0, got %d", h.Capacity)
 	}
@@ -253,13 +259,14 @@ func (h *Handler) Validate() error {
 		return fmt.Errorf("status_code must be one of 200, 202, 429 or 503, got %d", h.StatusCode)
 	}
 	if h.PerIP != nil && (h.PerIP.MaxJoins < 0 || h.PerIP.MaxConnections < 0 || h.PerIP.JoinWindow < 0) {
-		return fmt.Errorf("per_ip caps must not be negative")
+		return fmt.Errorf("per_ip caps must not be negative, got max_joins %d, join_window %v, max_connections %d",
+			h.PerIP.MaxJoins, time.Duration(h.PerIP.JoinWindow), h.PerIP.MaxConnections)
 	}
 	if h.RejectStatusCode != 0 && !slices.Contains(statusCodes, h.RejectStatusCode) {
 		return fmt.Errorf("reject_status_code must be one of 200, 202, 429 or 503, got %d", h.RejectStatusCode)
 	}
 	if h.Mode != "" {
-		if err := checkMode(h.Mode); err != nil {
+		if err := queue.CheckMode(h.Mode); err != nil {
 			return err
 		}
 	}
@@ -276,11 +283,11 @@ func (h *Handler) Validate() error {
 	default:
 		return fmt.Errorf("fail must be open or closed, got %q", h.Fail)
 	}
-	if h.Lang != "" && !assets.Supported(h.Lang) {
-		return fmt.Errorf("lang must be one of %s, got %q", strings.Join(assets.Languages(), ", "), h.Lang)
+	if h.Lang != "" && !page.Supported(h.Lang) {
+		return fmt.Errorf("lang must be one of %s, got %q", strings.Join(page.Languages(), ", "), h.Lang)
 	}
 	if h.Cookie != nil {
-		if err := h.Cookie.validate(); err != nil {
+		if err := h.Cookie.Validate(); err != nil {
 			return fmt.Errorf("cookie: %w", err)
 		}
 	}
@@ -301,6 +308,10 @@ func (h *Handler) Cleanup() error {
 	}
 	return nil
 }
+
+// reservedName is the one room name the admin API could not reach: its path is the
+// dashboard's.
+const reservedName = "dashboard"
 
 // statusCodes are the statuses a waiting page may have: a plain page (200), "accepted,
 // not done yet" (202), "too many requests" (429) or "unavailable" (503).

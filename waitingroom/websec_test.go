@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
@@ -95,7 +96,7 @@ const (
 func answers(t *testing.T) map[string]func(in hostileInput, accept string) *httptest.ResponseRecorder {
 	queued := newTestRoom(t, 1)
 	queued.visit("", "") // the only slot: everyone after waits
-	rejected := newTestRoomWith(t, 1, func(h *Handler) { h.Mode = ModeReject })
+	rejected := newTestRoomWith(t, 1, func(h *Handler) { h.Mode = queue.ModeReject })
 	rejected.visit("", "")
 	unavailable := newTestRoomWith(t, 1, func(h *Handler) { h.Fail = failClosed })
 	return map[string]func(hostileInput, string) *httptest.ResponseRecorder{

@@ -5,6 +5,8 @@ import (
 	"net"
 	"sync"
 	"syscall"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 )
 
 // The room writes its own messages' WebSocket frames, so that a push round can write a
@@ -24,9 +26,9 @@ const (
 
 // appendFrame appends v's message as a text frame: the JSON is written once, after
 // room for the longest header it may need, and the header is filled in after.
-func (v *view) appendFrame(dst []byte) []byte {
+func appendFrame(v *page.View, dst []byte) []byte {
 	at := len(dst)
-	dst = v.appendJSON(append(dst, 0, 0, 0, 0))
+	dst = v.AppendJSON(append(dst, 0, 0, 0, 0))
 	return endTextFrame(dst, at)
 }
 

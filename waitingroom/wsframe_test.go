@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/coder/websocket"
 )
 
@@ -80,8 +81,8 @@ func connectedWaiter(t *testing.T, within time.Duration) (context.Context, *webs
 // pushNumbered pushes a position message numbered k (its position), with a room name
 // of pad bytes.
 func pushNumbered(s *socket, k, pad int) {
-	v := &view{Type: "position", Room: strings.Repeat("r", pad), Status: "queued", Position: k}
-	s.push(v.appendFrame(nil))
+	v := &page.View{Type: "position", Room: strings.Repeat("r", pad), Status: "queued", Position: k}
+	s.push(appendFrame(v, nil))
 }
 
 // readNumbered reads messages until one numbered last arrives, checking that the
@@ -94,7 +95,7 @@ func readNumbered(ctx context.Context, c *websocket.Conn, last int) error {
 		if err != nil {
 			return err
 		}
-		var v view
+		var v page.View
 		if err := json.Unmarshal(data, &v); err != nil {
 			return err
 		}

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
 
@@ -35,7 +37,7 @@ func init() {
 
 // storeLimits fill a room at once: one visitor holds the only slot for the whole run
 // and everyone after is queued, and nobody expires.
-var storeLimits = waitingroom.Limits{Capacity: 1, SessionTTL: time.Hour, QueueTTL: time.Hour}
+var storeLimits = queue.Limits{Capacity: 1, SessionTTL: time.Hour, QueueTTL: time.Hour}
 
 // storeScale is how much the section does; -quick shrinks it to a smoke run.
 type storeScale struct {
@@ -69,7 +71,7 @@ type storeKind struct {
 }
 
 // open opens a fresh room (a name of its own) of the store.
-func (k *storeKind) open() (waitingroom.Store, func(), error) {
+func (k *storeKind) open() (queue.Store, func(), error) {
 	return k.mod.OpenStore(k.ctx, fmt.Sprintf("load-%d", k.rooms.Add(1)))
 }
 
@@ -111,7 +113,7 @@ func joinThroughput(ctx context.Context, r *rig, sc storeScale, memory, rds *sto
 	incr := redis.NewClient(&redis.Options{Addr: rds.redis.addr, ReadTimeout: time.Second,
 		WriteTimeout: time.Second, PoolTimeout: time.Second, ContextTimeoutEnabled: true})
 	defer incr.Close()
-	incrOp := func(ctx context.Context, _ waitingroom.VisitorID, _ time.Time) error {
+	incrOp := func(ctx context.Context, _ queue.VisitorID, _ time.Time) error {
 		return incr.Incr(ctx, "load:incr").Err()
 	}
 	n, many := sc.redisJoins, joiners()
@@ -182,7 +184,7 @@ func storeJoinRate(ctx context.Context, k *storeKind, n, joiners int, evals *flo
 			return 0, err
 		}
 	}
-	rate, err := loopRate(ctx, n, joiners, func(ctx context.Context, id waitingroom.VisitorID, now time.Time) error {
+	rate, err := loopRate(ctx, n, joiners, func(ctx context.Context, id queue.VisitorID, now time.Time) error {
 		_, err := store.Join(ctx, id, now, storeLimits)
 		return err
 	})
@@ -210,8 +212,8 @@ func storeJoinRate(ctx context.Context, k *storeKind, n, joiners int, evals *flo
 // visitor inserted into a map under one mutex.
 func lockedMapRate(ctx context.Context, n, joiners int) float64 {
 	var mu sync.Mutex
-	seen := make(map[waitingroom.VisitorID]int64)
-	rate, _ := loopRate(ctx, n, joiners, func(_ context.Context, id waitingroom.VisitorID, now time.Time) error {
+	seen := make(map[queue.VisitorID]int64)
+	rate, _ := loopRate(ctx, n, joiners, func(_ context.Context, id queue.VisitorID, now time.Time) error {
 		mu.Lock()
 		seen[id] = now.UnixNano()
 		mu.Unlock()
@@ -222,7 +224,7 @@ func lockedMapRate(ctx context.Context, n, joiners int) float64 {
 
 // loopRate runs op for n fresh visitor ids (minted as the handler mints them, at the
 // time it reads) from `joiners` goroutines and returns calls per second.
-func loopRate(ctx context.Context, n, joiners int, op func(context.Context, waitingroom.VisitorID, time.Time) error) (float64, error) {
+func loopRate(ctx context.Context, n, joiners int, op func(context.Context, queue.VisitorID, time.Time) error) (float64, error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, joiners)
@@ -230,7 +232,7 @@ func loopRate(ctx context.Context, n, joiners int, op func(context.Context, wait
 	for range joiners {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) {
-				if err := op(ctx, waitingroom.NewVisitorID(), time.Now()); err != nil {
+				if err := op(ctx, queue.NewVisitorID(), time.Now()); err != nil {
 					errs <- err
 					return
 				}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 // growthLimit is the most a cost may grow from the smallest queue to the largest (a
@@ -19,7 +19,7 @@ const growthLimit = 3.0
 
 // A waiter is one queued visitor of a growth room, in ticket order.
 type waiter struct {
-	id     waitingroom.VisitorID
+	id     queue.VisitorID
 	ticket uint64
 }
 
@@ -28,7 +28,7 @@ type waiter struct {
 // size and size plus one chunk, and tickets move on as in a real sale.
 type growthRoom struct {
 	size    int
-	store   waitingroom.Store
+	store   queue.Store
 	release func()
 	queue   []waiter // the live waiters, head first
 	out     []int
@@ -124,17 +124,17 @@ func newGrowthRoom(ctx context.Context, k *storeKind, size int) (*growthRoom, er
 		return nil, err
 	}
 	g := &growthRoom{size: size, store: store, release: release, out: make([]int, 0, size)}
-	if _, err := store.Join(ctx, waitingroom.NewVisitorID(), time.Now(), storeLimits); err != nil {
+	if _, err := store.Join(ctx, queue.NewVisitorID(), time.Now(), storeLimits); err != nil {
 		release()
 		return nil, err
 	}
 	var mu sync.Mutex
-	_, err = loopRate(ctx, size, joiners(), func(ctx context.Context, id waitingroom.VisitorID, now time.Time) error {
+	_, err = loopRate(ctx, size, joiners(), func(ctx context.Context, id queue.VisitorID, now time.Time) error {
 		st, err := store.Join(ctx, id, now, storeLimits)
 		if err != nil {
 			return err
 		}
-		if st.State != waitingroom.Queued {
+		if st.State != queue.Queued {
 			return fmt.Errorf("a join into a full room was %s", st.State)
 		}
 		mu.Lock()
@@ -190,12 +190,12 @@ func (g *growthRoom) joinCost(ctx context.Context, least time.Duration, chunk in
 	for spent < least {
 		start := time.Now()
 		for range chunk {
-			id := waitingroom.NewVisitorID()
+			id := queue.NewVisitorID()
 			st, err := g.store.Join(ctx, id, time.Now(), storeLimits)
 			if err != nil {
 				return 0, err
 			}
-			if st.State != waitingroom.Queued || st.Position != len(g.queue)+1 {
+			if st.State != queue.Queued || st.Position != len(g.queue)+1 {
 				return 0, fmt.Errorf("a join behind %d waiters was %s at position %d", len(g.queue), st.State, st.Position)
 			}
 			g.queue = append(g.queue, waiter{id, st.Ticket})

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testredis"
-	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
 )
 
 // redisUsage is what a server has run and spent so far, read before and after the
@@ -36,13 +37,13 @@ func reportCommands(b *testing.B, srv *testredis.Server, u0 redisUsage, unit str
 	b.ReportMetric(float64((u.cpu-u0.cpu).Microseconds())/float64(b.N), "redis_cpu_µs/"+unit)
 }
 
-var benchLimits = waitingroom.Limits{Capacity: 1, SessionTTL: time.Hour, QueueTTL: time.Hour}
+var benchLimits = queue.Limits{Capacity: 1, SessionTTL: time.Hour, QueueTTL: time.Hour}
 
 func benchStore(b *testing.B) (*testredis.Server, *roomStore) {
 	srv := testredis.Start(b)
 	s := open(b, provision(b, &Redis{URL: "redis://" + srv.Addr}))
 	// Load the scripts, so EVALSHA is what is measured.
-	if _, err := s.Join(context.Background(), waitingroom.NewVisitorID(), time.Now(), benchLimits); err != nil {
+	if _, err := s.Join(context.Background(), queue.NewVisitorID(), time.Now(), benchLimits); err != nil {
 		b.Fatal(err)
 	}
 	return srv, s
@@ -62,7 +63,7 @@ func benchJoins(b *testing.B, srv *testredis.Server, s *roomStore) {
 	u0 := usageOf(b, srv)
 	b.ResetTimer()
 	for range b.N {
-		if _, err := s.Join(ctx, waitingroom.NewVisitorID(), now, benchLimits); err != nil {
+		if _, err := s.Join(ctx, queue.NewVisitorID(), now, benchLimits); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -79,7 +80,7 @@ func BenchmarkJoinParallel(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := s.Join(ctx, waitingroom.NewVisitorID(), now, benchLimits); err != nil {
+			if _, err := s.Join(ctx, queue.NewVisitorID(), now, benchLimits); err != nil {
 				b.Error(err)
 				return
 			}
@@ -104,19 +105,19 @@ func BenchmarkJoinQueued(b *testing.B) {
 
 // fillQueue queues n waiters quickly (pipelined join scripts of maxJoinBatch visitors
 // each, as the store's join batching sends them) and returns them and their tickets.
-func fillQueue(b testing.TB, s *roomStore, n int) ([]waitingroom.VisitorID, []uint64) {
+func fillQueue(b testing.TB, s *roomStore, n int) ([]queue.VisitorID, []uint64) {
 	b.Helper()
 	ctx, now := context.Background(), time.Now().UnixMilli()
-	ids := make([]waitingroom.VisitorID, 0, n)
+	ids := make([]queue.VisitorID, 0, n)
 	tickets := make([]uint64, 0, n)
 	for len(tickets) < n {
 		pipe := s.shared.client.Pipeline()
-		var batches [][]waitingroom.VisitorID
+		var batches [][]queue.VisitorID
 		for left := n - len(tickets); left > 0 && len(batches) < 8; left -= maxJoinBatch {
-			batch := make([]waitingroom.VisitorID, min(maxJoinBatch, left))
+			batch := make([]queue.VisitorID, min(maxJoinBatch, left))
 			args := joinArgs(benchLimits, len(batch))
 			for i := range batch {
-				batch[i] = waitingroom.NewVisitorID()
+				batch[i] = queue.NewVisitorID()
 				args = append(args, batch[i][:], now)
 			}
 			joinScript.EvalSha(ctx, pipe, s.keys, args...)
@@ -132,7 +133,7 @@ func fillQueue(b testing.TB, s *roomStore, n int) ([]waitingroom.VisitorID, []ui
 				b.Fatalf("filling the queue: reply %v for %d visitors: %v", res, len(batches[i]), err)
 			}
 			for j, id := range batches[i] {
-				if res[3*j] == int64(waitingroom.Queued) {
+				if res[3*j] == int64(queue.Queued) {
 					ids = append(ids, id)
 					tickets = append(tickets, uint64(res[3*j+1]))
 				}

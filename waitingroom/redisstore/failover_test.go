@@ -5,11 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testredis"
-	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
 )
 
 // The master holding a room is killed; its replica takes over, and the room carries on
@@ -21,15 +22,15 @@ func TestClusterFailoverKeepsTheRoom(t *testing.T) {
 	s := open(t, mod)
 	ctx := context.Background()
 	now := time.Unix(1_800_000_000, 0)
-	lim := waitingroom.Limits{Capacity: 1, SessionTTL: time.Hour, QueueTTL: time.Hour}
+	lim := queue.Limits{Capacity: 1, SessionTTL: time.Hour, QueueTTL: time.Hour}
 
-	holder := waitingroom.NewVisitorID()
-	if st, err := s.Join(ctx, holder, now, lim); err != nil || st.State != waitingroom.Admitted {
+	holder := queue.NewVisitorID()
+	if st, err := s.Join(ctx, holder, now, lim); err != nil || st.State != queue.Admitted {
 		t.Fatalf("holder: %+v %v", st, err)
 	}
-	waiters := make([]waitingroom.VisitorID, 5)
+	waiters := make([]queue.VisitorID, 5)
 	for i := range waiters {
-		waiters[i] = waitingroom.NewVisitorID()
+		waiters[i] = queue.NewVisitorID()
 		if st, err := s.Join(ctx, waiters[i], now, lim); err != nil || st.Position != i+1 {
 			t.Fatalf("waiter %d: %+v %v", i+1, st, err)
 		}
@@ -70,7 +71,7 @@ func TestClusterFailoverKeepsTheRoom(t *testing.T) {
 
 	for i, id := range waiters {
 		st, err := s.Status(ctx, id, now)
-		if err != nil || st.State != waitingroom.Queued || st.Position != i+1 {
+		if err != nil || st.State != queue.Queued || st.Position != i+1 {
 			t.Fatalf("after the failover waiter %d: %+v %v", i+1, st, err)
 		}
 	}
@@ -81,8 +82,8 @@ func TestClusterFailoverKeepsTheRoom(t *testing.T) {
 	if err != nil || len(res.Admitted) != 1 || res.Admitted[0] != waiters[0] {
 		t.Fatalf("step after the failover: %+v %v", res, err)
 	}
-	late := waitingroom.NewVisitorID()
-	if st, err := s.Join(ctx, late, now, lim); err != nil || st.State != waitingroom.Queued || st.Position != 5 {
+	late := queue.NewVisitorID()
+	if st, err := s.Join(ctx, late, now, lim); err != nil || st.State != queue.Queued || st.Position != 5 {
 		t.Fatalf("a new visitor after the failover: %+v %v", st, err)
 	}
 }

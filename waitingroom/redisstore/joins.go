@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 // maxJoinBatch bounds the visitors one join script takes, so one call never holds
@@ -26,19 +26,19 @@ type joinBatcher struct {
 }
 
 type joinRequest struct {
-	id   waitingroom.VisitorID
+	id   queue.VisitorID
 	now  time.Time
-	lim  waitingroom.Limits
+	lim  queue.Limits
 	done chan joinResult // buffered: the drain never waits for a caller that gave up
 }
 
 type joinResult struct {
-	status waitingroom.Status
+	status queue.Status
 	err    error
 }
 
-// Join takes a brand-new visitor (see waitingroom.Store).
-func (s *roomStore) Join(ctx context.Context, id waitingroom.VisitorID, now time.Time, lim waitingroom.Limits) (waitingroom.Status, error) {
+// Join takes a brand-new visitor (see queue.Store).
+func (s *roomStore) Join(ctx context.Context, id queue.VisitorID, now time.Time, lim queue.Limits) (queue.Status, error) {
 	req := &joinRequest{id: id, now: now, lim: lim}
 	b := &s.joins
 	b.mu.Lock()
@@ -62,7 +62,7 @@ func (s *roomStore) Join(ctx context.Context, id waitingroom.VisitorID, now time
 	case r := <-req.done:
 		return r.status, r.err
 	case <-ctx.Done():
-		return waitingroom.Status{}, fmt.Errorf("joining room: %w", ctx.Err())
+		return queue.Status{}, fmt.Errorf("joining room: %w", ctx.Err())
 	}
 }
 
@@ -115,7 +115,7 @@ func (s *roomStore) joinBatch(ctx context.Context, batch []*joinRequest) []joinR
 
 // joinArgs starts the join script's arguments: the limits, then room for each
 // visitor's id and time of arrival, which the caller appends.
-func joinArgs(lim waitingroom.Limits, visitors int) []any {
+func joinArgs(lim queue.Limits, visitors int) []any {
 	args := make([]any, 0, 6+2*visitors)
 	return append(args, lim.Capacity, lim.SessionTTL.Milliseconds(), lim.Rate, lim.RatePer.Milliseconds(),
 		flag(lim.Hold), flag(lim.NoQueue))

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testredis"
-	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
 )
 
 // A surge of concurrent joins is batched into fewer round trips, and each visitor is
@@ -23,7 +24,7 @@ func TestJoinsAreBatchedAndExact(t *testing.T) {
 	mod := provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(5 * time.Second)})
 	s := open(t, mod)
 	now := time.Unix(1_800_000_000, 0)
-	small := waitingroom.Limits{Capacity: 10, SessionTTL: time.Hour, QueueTTL: time.Hour}
+	small := queue.Limits{Capacity: 10, SessionTTL: time.Hour, QueueTTL: time.Hour}
 	large := small
 	large.Capacity = 1000 // would admit everyone, if it leaked into the other joins
 
@@ -40,7 +41,7 @@ func TestJoinsAreBatchedAndExact(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := s.Join(context.Background(), waitingroom.NewVisitorID(), now, small)
+			st, err := s.Join(context.Background(), queue.NewVisitorID(), now, small)
 			if err != nil {
 				t.Error(err)
 				return
@@ -48,9 +49,9 @@ func TestJoinsAreBatchedAndExact(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			switch st.State {
-			case waitingroom.Admitted:
+			case queue.Admitted:
 				admitted++
-			case waitingroom.Queued:
+			case queue.Queued:
 				if queued[st.Position] || tickets[st.Ticket] {
 					t.Errorf("position %d or ticket %d given twice", st.Position, st.Ticket)
 				}
@@ -87,12 +88,12 @@ func TestJoinsAreBatchedAndExact(t *testing.T) {
 		}
 		go func() {
 			defer wg.Done()
-			st, err := s.Join(context.Background(), waitingroom.NewVisitorID(), now, lim)
+			st, err := s.Join(context.Background(), queue.NewVisitorID(), now, lim)
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			if lim == small && st.State == waitingroom.Admitted {
+			if lim == small && st.State == queue.Admitted {
 				mu.Lock()
 				smallAdmitted++
 				mu.Unlock()
@@ -113,15 +114,15 @@ func TestLoneJoins(t *testing.T) {
 	mod := provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(5 * time.Second)})
 	s := open(t, mod)
 	ctx, now := context.Background(), time.Unix(1_800_000_000, 0)
-	lim := waitingroom.Limits{Capacity: 1, SessionTTL: time.Hour, QueueTTL: time.Hour}
-	if _, err := s.Join(ctx, waitingroom.NewVisitorID(), now, lim); err != nil { // loads the script
+	lim := queue.Limits{Capacity: 1, SessionTTL: time.Hour, QueueTTL: time.Hour}
+	if _, err := s.Join(ctx, queue.NewVisitorID(), now, lim); err != nil { // loads the script
 		t.Fatal(err)
 	}
 	scripts0, _ := srv.Commands(t)
 	const joins = 20
 	for i := 1; i <= joins; i++ {
-		st, err := s.Join(ctx, waitingroom.NewVisitorID(), now, lim)
-		if err != nil || st.State != waitingroom.Queued || st.Position != i {
+		st, err := s.Join(ctx, queue.NewVisitorID(), now, lim)
+		if err != nil || st.State != queue.Queued || st.Position != i {
 			t.Fatalf("join %d: %+v, %v; want queued at %d", i, st, err, i)
 		}
 	}
@@ -131,12 +132,12 @@ func TestLoneJoins(t *testing.T) {
 
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := s.Join(gone, waitingroom.NewVisitorID(), now, lim); !errors.Is(err, context.Canceled) {
+	if _, err := s.Join(gone, queue.NewVisitorID(), now, lim); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a join whose request was canceled: %v, want context.Canceled", err)
 	}
-	st, err := s.Join(ctx, waitingroom.NewVisitorID(), now, lim)
+	st, err := s.Join(ctx, queue.NewVisitorID(), now, lim)
 	stats, _ := s.Stats(ctx)
-	if err != nil || st.State != waitingroom.Queued || st.Position != stats.Waiting {
+	if err != nil || st.State != queue.Queued || st.Position != stats.Waiting {
 		t.Fatalf("the join after a canceled one: %+v, %v, with %d waiting", st, err, stats.Waiting)
 	}
 }
@@ -154,13 +155,13 @@ func TestJoinBatchIsJoinsOneByOne(t *testing.T) {
 	mod := provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(5 * time.Second)})
 	batched, lone := open(t, mod), open(t, mod)
 	ctx, t0 := context.Background(), time.Unix(1_800_000_000, 0)
-	lim := waitingroom.Limits{Capacity: 5, SessionTTL: time.Minute, QueueTTL: 30 * time.Second}
+	lim := queue.Limits{Capacity: 5, SessionTTL: time.Minute, QueueTTL: 30 * time.Second}
 
 	visitor := func(now time.Time) *joinRequest {
-		return &joinRequest{id: waitingroom.NewVisitorID(), now: now, lim: lim}
+		return &joinRequest{id: queue.NewVisitorID(), now: now, lim: lim}
 	}
-	var ids []waitingroom.VisitorID // every visitor queued, in arrival order
-	joined := map[waitingroom.VisitorID]time.Time{}
+	var ids []queue.VisitorID // every visitor queued, in arrival order
+	joined := map[queue.VisitorID]time.Time{}
 	join := func(batch []*joinRequest) {
 		t.Helper()
 		got := batched.joinBatch(ctx, batch)
@@ -170,13 +171,13 @@ func TestJoinBatchIsJoinsOneByOne(t *testing.T) {
 				t.Fatalf("visitor %d of a batch of %d: batched %+v (%v), one by one %+v (%v)",
 					i, len(batch), got[i].status, got[i].err, want.status, want.err)
 			}
-			if _, ok := joined[req.id]; !ok && got[i].status.State == waitingroom.Queued {
+			if _, ok := joined[req.id]; !ok && got[i].status.State == queue.Queued {
 				ids = append(ids, req.id)
 				joined[req.id] = req.now
 			}
 		}
 	}
-	compare := func(when string, want waitingroom.Stats) {
+	compare := func(when string, want queue.Stats) {
 		t.Helper()
 		bs, err1 := batched.Stats(ctx)
 		ls, err2 := lone.Stats(ctx)
@@ -207,12 +208,12 @@ func TestJoinBatchIsJoinsOneByOne(t *testing.T) {
 	burst = append(burst, burst[2], burst[40]) // admitted, and queued, earlier in the batch
 	join(burst)
 	join([]*joinRequest{burst[100], visitor(t0.Add(31 * time.Second)), burst[2]}) // a waiter, someone new, an admitted one
-	compare("after the joins", waitingroom.Stats{Active: 4, Waiting: 300 - 4 + 1})
+	compare("after the joins", queue.Stats{Active: 4, Waiting: 300 - 4 + 1})
 
 	// Every third waiter is heard at t0+20s. At t0+45s the others who joined by t0+15s
 	// have been silent for over queue_ttl and are dropped, and the one free slot goes
 	// to the head, who was heard.
-	var heard []waitingroom.VisitorID
+	var heard []queue.VisitorID
 	silent := 0
 	for i, id := range ids {
 		if i%3 == 0 {
@@ -234,7 +235,7 @@ func TestJoinBatchIsJoinsOneByOne(t *testing.T) {
 	if bs.Abandoned != silent || !slices.Equal(bs.Admitted, heard[:1]) {
 		t.Fatalf("step dropped %d and admitted %v; want %d dropped and %v", bs.Abandoned, bs.Admitted, silent, heard[:1])
 	}
-	compare("after the step", waitingroom.Stats{Active: 5, Waiting: 300 - 4 + 1 - silent - 1})
+	compare("after the step", queue.Stats{Active: 5, Waiting: 300 - 4 + 1 - silent - 1})
 
 	// The line empties, and the next batch starts a fresh queue.
 	for _, s := range []*roomStore{batched, lone} {
@@ -248,5 +249,5 @@ func TestJoinBatchIsJoinsOneByOne(t *testing.T) {
 		again = append(again, visitor(t0.Add(time.Hour+time.Duration(i)*time.Millisecond)))
 	}
 	join(again)
-	compare("a fresh queue", waitingroom.Stats{Active: 5, Waiting: 15})
+	compare("a fresh queue", queue.Stats{Active: 5, Waiting: 15})
 }

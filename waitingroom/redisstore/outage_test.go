@@ -7,45 +7,46 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testredis"
-	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
 )
 
 // storeCalls are one of each store call, for outage tests.
-var storeCalls = map[string]func(context.Context, waitingroom.Store) error{
-	"Join": func(ctx context.Context, s waitingroom.Store) error {
-		_, err := s.Join(ctx, waitingroom.NewVisitorID(), time.Now(), waitingroom.Limits{Capacity: 1, SessionTTL: time.Minute, QueueTTL: time.Minute})
+var storeCalls = map[string]func(context.Context, queue.Store) error{
+	"Join": func(ctx context.Context, s queue.Store) error {
+		_, err := s.Join(ctx, queue.NewVisitorID(), time.Now(), queue.Limits{Capacity: 1, SessionTTL: time.Minute, QueueTTL: time.Minute})
 		return err
 	},
-	"Status": func(ctx context.Context, s waitingroom.Store) error {
-		_, err := s.Status(ctx, waitingroom.NewVisitorID(), time.Now())
+	"Status": func(ctx context.Context, s queue.Store) error {
+		_, err := s.Status(ctx, queue.NewVisitorID(), time.Now())
 		return err
 	},
-	"Touch": func(ctx context.Context, s waitingroom.Store) error {
-		_, err := s.Touch(ctx, waitingroom.NewVisitorID(), time.Now())
+	"Touch": func(ctx context.Context, s queue.Store) error {
+		_, err := s.Touch(ctx, queue.NewVisitorID(), time.Now())
 		return err
 	},
-	"Heartbeat": func(ctx context.Context, s waitingroom.Store) error {
-		return s.Heartbeat(ctx, []waitingroom.VisitorID{waitingroom.NewVisitorID()}, time.Now())
+	"Heartbeat": func(ctx context.Context, s queue.Store) error {
+		return s.Heartbeat(ctx, []queue.VisitorID{queue.NewVisitorID()}, time.Now())
 	},
-	"Leave": func(ctx context.Context, s waitingroom.Store) error {
-		_, err := s.Leave(ctx, waitingroom.NewVisitorID())
+	"Leave": func(ctx context.Context, s queue.Store) error {
+		_, err := s.Leave(ctx, queue.NewVisitorID())
 		return err
 	},
-	"Step": func(ctx context.Context, s waitingroom.Store) error {
-		_, err := s.Step(ctx, time.Now(), waitingroom.Limits{Capacity: 1, SessionTTL: time.Minute, QueueTTL: time.Minute})
+	"Step": func(ctx context.Context, s queue.Store) error {
+		_, err := s.Step(ctx, time.Now(), queue.Limits{Capacity: 1, SessionTTL: time.Minute, QueueTTL: time.Minute})
 		return err
 	},
-	"Positions": func(ctx context.Context, s waitingroom.Store) error {
+	"Positions": func(ctx context.Context, s queue.Store) error {
 		return s.Positions(ctx, []uint64{1, 2}, make([]int, 2))
 	},
-	"Stats": func(ctx context.Context, s waitingroom.Store) error {
+	"Stats": func(ctx context.Context, s queue.Store) error {
 		_, err := s.Stats(ctx)
 		return err
 	},
-	"Secret": func(ctx context.Context, s waitingroom.Store) error {
+	"Secret": func(ctx context.Context, s queue.Store) error {
 		_, err := s.Secret(ctx, []byte("candidate"))
 		return err
 	},
@@ -57,11 +58,11 @@ func TestOutageAndRecovery(t *testing.T) {
 	mod := provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(timeout)})
 	s := open(t, mod)
 	ctx := context.Background()
-	lim := waitingroom.Limits{Capacity: 1, SessionTTL: time.Minute, QueueTTL: time.Minute}
+	lim := queue.Limits{Capacity: 1, SessionTTL: time.Minute, QueueTTL: time.Minute}
 
 	var mu sync.Mutex
-	delivered := map[waitingroom.VisitorID]bool{}
-	cancel := s.Subscribe(func(ids []waitingroom.VisitorID) {
+	delivered := map[queue.VisitorID]bool{}
+	cancel := s.Subscribe(func(ids []queue.VisitorID) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, id := range ids {
@@ -121,11 +122,11 @@ func TestOutageAndRecovery(t *testing.T) {
 
 	// Pub/Sub resubscribes by itself: keep admitting until an admission is delivered.
 	for {
-		holder := waitingroom.NewVisitorID()
+		holder := queue.NewVisitorID()
 		if _, err := s.Join(ctx, holder, time.Now(), lim); err != nil {
 			t.Fatal(err)
 		}
-		waiter := waitingroom.NewVisitorID()
+		waiter := queue.NewVisitorID()
 		if _, err := s.Join(ctx, waiter, time.Now(), lim); err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +170,7 @@ func TestUnreachableRedisProvisions(t *testing.T) {
 	}
 	// Subscribing waits at most the timeout, then resubscribes in the background.
 	start = time.Now()
-	cancel := s.Subscribe(func([]waitingroom.VisitorID) {})
+	cancel := s.Subscribe(func([]queue.VisitorID) {})
 	cancel()
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("Subscribe against no Redis took %v", took)

@@ -7,11 +7,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
-
-	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
 )
 
 // clients pools Redis clients by connection settings, so a config reload (which
@@ -74,7 +74,7 @@ func (c *sharedClient) Destruct() error {
 // subscriber of that room.
 type fanout struct {
 	pubsub *redis.PubSub
-	subs   map[uint64]func([]waitingroom.VisitorID)
+	subs   map[uint64]func([]queue.VisitorID)
 	next   uint64
 }
 
@@ -82,7 +82,7 @@ type fanout struct {
 // waits (up to timeout) for Redis to confirm, so admissions made after Subscribe
 // returns are not missed; when Redis is down it returns at once and go-redis keeps
 // resubscribing in the background until Redis is back.
-func (c *sharedClient) subscribe(channel string, timeout time.Duration, fn func([]waitingroom.VisitorID)) func() {
+func (c *sharedClient) subscribe(channel string, timeout time.Duration, fn func([]queue.VisitorID)) func() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f, ok := c.rooms[channel]
@@ -94,7 +94,7 @@ func (c *sharedClient) subscribe(channel string, timeout time.Duration, fn func(
 				zap.String("channel", channel), zap.Error(err))
 		}
 		cancel()
-		f = &fanout{pubsub: ps, subs: map[uint64]func([]waitingroom.VisitorID){}}
+		f = &fanout{pubsub: ps, subs: map[uint64]func([]queue.VisitorID){}}
 		c.rooms[channel] = f
 		go c.deliver(channel, f, ps.Channel(redis.WithChannelHealthCheckInterval(time.Second)))
 	}
@@ -119,14 +119,14 @@ func (c *sharedClient) subscribe(channel string, timeout time.Duration, fn func(
 // deliver runs until the subscription is closed; go-redis reconnects and resubscribes
 // by itself after an outage.
 func (c *sharedClient) deliver(channel string, f *fanout, msgs <-chan *redis.Message) {
-	var fns []func([]waitingroom.VisitorID)
+	var fns []func([]queue.VisitorID)
 	for msg := range msgs {
-		var id waitingroom.VisitorID
+		var id queue.VisitorID
 		if len(msg.Payload)%len(id) != 0 {
 			c.logger.Warn("ignoring malformed admission message", zap.String("channel", channel))
 			continue
 		}
-		ids := make([]waitingroom.VisitorID, 0, len(msg.Payload)/len(id))
+		ids := make([]queue.VisitorID, 0, len(msg.Payload)/len(id))
 		for p := msg.Payload; len(p) > 0; p = p[len(id):] {
 			copy(id[:], p)
 			ids = append(ids, id)

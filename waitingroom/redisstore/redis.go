@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -185,7 +187,7 @@ func (r *Redis) Validate() error {
 
 // OpenStore returns the named room's store on a pooled client. The release function
 // lets go of the client, which is closed when no room in any loaded config uses it.
-func (r *Redis) OpenStore(ctx caddy.Context, room string) (waitingroom.Store, func(), error) {
+func (r *Redis) OpenStore(ctx caddy.Context, room string) (queue.Store, func(), error) {
 	if room == "" {
 		return nil, nil, errors.New("opening redis store: room name is empty")
 	}

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue/storetest"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testredis"
-	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
-	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom/storetest"
 )
 
 var roomSeq atomic.Int64
@@ -46,13 +47,13 @@ func open(t testing.TB, r *Redis) *roomStore {
 func TestConformanceStandalone(t *testing.T) {
 	srv := testredis.Start(t)
 	mod := provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(5 * time.Second)})
-	storetest.Run(t, func(t *testing.T) waitingroom.Store { return open(t, mod) })
+	storetest.Run(t, func(t *testing.T) queue.Store { return open(t, mod) })
 }
 
 func TestConformanceCluster(t *testing.T) {
 	cl := testredis.StartCluster(t)
 	mod := provision(t, &Redis{Addresses: cl.Addrs, Timeout: caddy.Duration(5 * time.Second)})
-	storetest.Run(t, func(t *testing.T) waitingroom.Store { return open(t, mod) })
+	storetest.Run(t, func(t *testing.T) queue.Store { return open(t, mod) })
 }
 
 // The same suite through Redis Sentinel: the store asks the Sentinel where the master
@@ -60,7 +61,7 @@ func TestConformanceCluster(t *testing.T) {
 func TestConformanceSentinel(t *testing.T) {
 	sn := testredis.StartSentinel(t)
 	mod := provision(t, &Redis{MasterName: sn.MasterName, Addresses: []string{sn.Addr}, Timeout: caddy.Duration(5 * time.Second)})
-	storetest.Run(t, func(t *testing.T) waitingroom.Store { return open(t, mod) })
+	storetest.Run(t, func(t *testing.T) queue.Store { return open(t, mod) })
 	// The rooms live on the master the Sentinel named.
 	if n, err := sn.Master.Do("DBSIZE"); err != nil || n == "0" {
 		t.Fatalf("the master holds %s keys (%v): the store did not reach it through the Sentinel", n, err)

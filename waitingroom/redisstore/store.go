@@ -9,9 +9,9 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
+	"github.com/redis/go-redis/v9"
 )
 
 // heartbeatBatch caps the ids sent in one script call, so a hub with many waiters
@@ -22,7 +22,7 @@ const heartbeatBatch = 1000
 // tickets each); the rest wait for the next Step.
 const sweepBuckets = 64
 
-// roomStore is one room's waitingroom.Store on a pooled Redis client.
+// roomStore is one room's queue.Store on a pooled Redis client.
 type roomStore struct {
 	shared    *sharedClient
 	keys      []string
@@ -33,7 +33,7 @@ type roomStore struct {
 	joins     joinBatcher
 }
 
-var _ waitingroom.Store = (*roomStore)(nil)
+var _ queue.Store = (*roomStore)(nil)
 
 func newRoomStore(shared *sharedClient, prefix, room string, timeout time.Duration) *roomStore {
 	base := prefix + "{" + room + "}:"
@@ -58,26 +58,26 @@ func (s *roomStore) run(ctx context.Context, script *redis.Script, args ...any) 
 	return cmd
 }
 
-func (s *roomStore) Status(ctx context.Context, id waitingroom.VisitorID, now time.Time) (waitingroom.Status, error) {
+func (s *roomStore) Status(ctx context.Context, id queue.VisitorID, now time.Time) (queue.Status, error) {
 	res, err := s.run(ctx, statusScript, id[:], now.UnixMilli()).Int64Slice()
 	if err != nil {
-		return waitingroom.Status{}, fmt.Errorf("reading visitor status: %w", err)
+		return queue.Status{}, fmt.Errorf("reading visitor status: %w", err)
 	}
 	return toStatus(res)
 }
 
-func toStatus(res []int64) (waitingroom.Status, error) {
+func toStatus(res []int64) (queue.Status, error) {
 	if len(res) != 3 {
-		return waitingroom.Status{}, fmt.Errorf("unexpected status reply %v", res)
+		return queue.Status{}, fmt.Errorf("unexpected status reply %v", res)
 	}
-	return waitingroom.Status{
-		State:    waitingroom.State(res[0]),
+	return queue.Status{
+		State:    queue.State(res[0]),
 		Ticket:   uint64(res[1]),
 		Position: int(res[2]),
 	}, nil
 }
 
-func (s *roomStore) Touch(ctx context.Context, id waitingroom.VisitorID, now time.Time) (bool, error) {
+func (s *roomStore) Touch(ctx context.Context, id queue.VisitorID, now time.Time) (bool, error) {
 	n, err := s.run(ctx, touchScript, id[:], now.UnixMilli()).Int64()
 	if err != nil {
 		return false, fmt.Errorf("touching session: %w", err)
@@ -85,7 +85,7 @@ func (s *roomStore) Touch(ctx context.Context, id waitingroom.VisitorID, now tim
 	return n == 1, nil
 }
 
-func (s *roomStore) Heartbeat(ctx context.Context, ids []waitingroom.VisitorID, now time.Time) error {
+func (s *roomStore) Heartbeat(ctx context.Context, ids []queue.VisitorID, now time.Time) error {
 	for len(ids) > 0 {
 		batch := ids[:min(len(ids), heartbeatBatch)]
 		ids = ids[len(batch):]
@@ -101,7 +101,7 @@ func (s *roomStore) Heartbeat(ctx context.Context, ids []waitingroom.VisitorID, 
 	return nil
 }
 
-func (s *roomStore) Leave(ctx context.Context, id waitingroom.VisitorID) (bool, error) {
+func (s *roomStore) Leave(ctx context.Context, id queue.VisitorID) (bool, error) {
 	n, err := s.run(ctx, leaveScript, id[:]).Int64()
 	if err != nil {
 		return false, fmt.Errorf("leaving room: %w", err)
@@ -109,20 +109,20 @@ func (s *roomStore) Leave(ctx context.Context, id waitingroom.VisitorID) (bool, 
 	return n == 1, nil
 }
 
-func (s *roomStore) Step(ctx context.Context, now time.Time, lim waitingroom.Limits) (waitingroom.StepResult, error) {
+func (s *roomStore) Step(ctx context.Context, now time.Time, lim queue.Limits) (queue.StepResult, error) {
 	return s.step(ctx, now, lim, 0)
 }
 
-func (s *roomStore) AdmitNow(ctx context.Context, n int, now time.Time, lim waitingroom.Limits) (waitingroom.StepResult, error) {
+func (s *roomStore) AdmitNow(ctx context.Context, n int, now time.Time, lim queue.Limits) (queue.StepResult, error) {
 	if n <= 0 {
-		return waitingroom.StepResult{}, nil
+		return queue.StepResult{}, nil
 	}
 	return s.step(ctx, now, lim, n)
 }
 
 // step runs the admission step script; forced > 0 admits that many regardless of
 // capacity, rate and hold.
-func (s *roomStore) step(ctx context.Context, now time.Time, lim waitingroom.Limits, forced int) (waitingroom.StepResult, error) {
+func (s *roomStore) step(ctx context.Context, now time.Time, lim queue.Limits, forced int) (queue.StepResult, error) {
 	var seed int32 // 0: admit from the head
 	if lim.Random {
 		seed = seedForLua()
@@ -131,18 +131,18 @@ func (s *roomStore) step(ctx context.Context, now time.Time, lim waitingroom.Lim
 		lim.SessionTTL.Milliseconds(), lim.QueueTTL.Milliseconds(), s.channel, sweepBuckets, forced,
 		lim.Rate, lim.RatePer.Milliseconds(), seed, flag(lim.Hold)).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return waitingroom.StepResult{}, fmt.Errorf("admission step: %w", err)
+		return queue.StepResult{}, fmt.Errorf("admission step: %w", err)
 	}
 	if len(res) == 0 {
-		return waitingroom.StepResult{}, fmt.Errorf("admission step: empty reply")
+		return queue.StepResult{}, fmt.Errorf("admission step: empty reply")
 	}
 	dropped, _ := res[0].(int64)
-	out := waitingroom.StepResult{Abandoned: int(dropped)}
+	out := queue.StepResult{Abandoned: int(dropped)}
 	for _, item := range res[1:] {
 		raw, _ := item.(string)
-		var id waitingroom.VisitorID
+		var id queue.VisitorID
 		if len(raw) != len(id) {
-			return waitingroom.StepResult{}, fmt.Errorf("admission step: malformed visitor id of %d bytes", len(raw))
+			return queue.StepResult{}, fmt.Errorf("admission step: malformed visitor id of %d bytes", len(raw))
 		}
 		copy(id[:], raw)
 		out.Admitted = append(out.Admitted, id)
@@ -244,15 +244,15 @@ func (s *roomStore) Positions(ctx context.Context, tickets []uint64, out []int) 
 	return nil
 }
 
-func (s *roomStore) Stats(ctx context.Context) (waitingroom.Stats, error) {
+func (s *roomStore) Stats(ctx context.Context) (queue.Stats, error) {
 	res, err := s.run(ctx, statsScript).Int64Slice()
 	if err != nil {
-		return waitingroom.Stats{}, fmt.Errorf("reading room counters: %w", err)
+		return queue.Stats{}, fmt.Errorf("reading room counters: %w", err)
 	}
 	if len(res) != 3 {
-		return waitingroom.Stats{}, fmt.Errorf("reading room counters: unexpected reply %v", res)
+		return queue.Stats{}, fmt.Errorf("reading room counters: unexpected reply %v", res)
 	}
-	return waitingroom.Stats{Active: int(res[0]), Waiting: int(res[1]), AdmittedTotal: uint64(res[2])}, nil
+	return queue.Stats{Active: int(res[0]), Waiting: int(res[1]), AdmittedTotal: uint64(res[2])}, nil
 }
 
 // Secret stores the candidate unless a secret is there already (SET NX GET: one
@@ -271,6 +271,6 @@ func (s *roomStore) Secret(ctx context.Context, candidate []byte) ([]byte, error
 	return []byte(prev), nil
 }
 
-func (s *roomStore) Subscribe(fn func(ids []waitingroom.VisitorID)) (cancel func()) {
+func (s *roomStore) Subscribe(fn func(ids []queue.VisitorID)) (cancel func()) {
 	return s.shared.subscribe(s.channel, s.timeout, fn)
 }

@@ -1,0 +1,228 @@
+// Package page is what a waiter is told: the view (the JSON answer, the WebSocket
+// message, the page's numbers), the waiting page rendered from assets/waiting.html or
+// an operator's template, its translations and the choice among them, and the page's
+// Content-Security-Policy nonce.
+package page
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/assets"
+)
+
+// Data is what a waiting page template is rendered with.
+type Data struct {
+	Room            string            // room name
+	Lang            string            // chosen language tag, one of Languages()
+	State           string            // "queued" (normal), "prequeue" (queued before a scheduled event starts), "rejected" (reject mode: sold out, come back later) or "unavailable" (the store is down and the room fails closed)
+	Mode            string            // the room's mode now: fifo, random, passthrough, reject, queue_all
+	StartsInSeconds int               // "prequeue": seconds until the event starts
+	Lottery         bool              // "prequeue": the order is drawn at random at the start, so arriving early gives no advantage
+	Position        int               // 1-based place in line (queued)
+	Waiting         int               // people waiting in total
+	Active          int               // visitors currently admitted
+	Capacity        int               // visitors admitted at once
+	ETASeconds      int               // estimated wait, valid only when ETAKnown
+	ETAKnown        bool              // false until there is data: show "estimating…"
+	Progress        int               // 0..100 for the progress bar
+	RefreshSeconds  int               // polling period and <meta refresh> period
+	Nonce           string            // CSP nonce for the inline <script> and <style>
+	T               map[string]string // translated strings for Lang (from Messages)
+}
+
+// defaultTemplate is parsed at init so a broken embedded page stops the
+// program at start, not on the first visitor of a sale.
+var defaultTemplate = template.Must(template.New("waiting.html").Funcs(Funcs()).ParseFS(assets.Files, "waiting.html"))
+
+// DefaultTemplate returns the embedded waiting page. It is shared: execute it
+// (safe from many goroutines), do not modify it.
+func DefaultTemplate() *template.Template {
+	return defaultTemplate
+}
+
+// NewTemplate parses an operator's own waiting page with the same Funcs as the
+// default one. It also renders the page once with sample data, so a template
+// that parses but cannot execute (a misspelt field, a wrong argument count) is
+// reported when the config loads instead of failing every visitor.
+func NewTemplate(name, text string) (*template.Template, error) {
+	tmpl, err := template.New(name).Funcs(Funcs()).Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("parsing waiting page template: %w", err)
+	}
+	// Rendering a clone keeps tmpl unexecuted, so callers may still Clone it.
+	trial, err := tmpl.Clone()
+	if err != nil {
+		return nil, fmt.Errorf("parsing waiting page template: %w", err)
+	}
+	if err := trial.Execute(io.Discard, samplePage()); err != nil {
+		return nil, fmt.Errorf("rendering waiting page template with sample data: %w", err)
+	}
+	return tmpl, nil
+}
+
+func samplePage() Data {
+	return Data{
+		Room: "sample", Lang: defaultLang, State: "queued",
+		Position: 12, Waiting: 40, Active: 2, Capacity: 2,
+		ETASeconds: 240, ETAKnown: true, Progress: 73, RefreshSeconds: 5,
+		Nonce: "sample", T: Messages(defaultLang),
+	}
+}
+
+// Funcs returns the helpers a waiting page template may call:
+//
+//	eta T seconds        "about 4 minutes" in T's language; never a precise count
+//	number T n           n with T's digit grouping ("12,345")
+//	around text mark     text split at mark into [before, after], for "You are number {n}"
+//	percent n            n clamped to 0..100
+//	atLeast min n        the larger of min and n
+//	clientState .        the page's facts as the JSON the script reads (see waiting.html)
+func Funcs() template.FuncMap {
+	return template.FuncMap{
+		"eta":         formatETA,
+		"number":      formatNumber,
+		"around":      around,
+		"percent":     percent,
+		"atLeast":     func(lo, n int) int { return max(lo, n) },
+		"clientState": clientState,
+	}
+}
+
+func percent(n int) int { return min(max(n, 0), 100) }
+
+// formatETA rounds an estimate to what it honestly is: minutes up to ten,
+// then steps of five, then hours. Coarse steps also keep the text from
+// flickering as the estimate wobbles between pushes. The script on the page
+// repeats these rules; change both together.
+func formatETA(t map[string]string, seconds int) string {
+	e := etaTextsOf(t)
+	return string(e.append(nil, seconds))
+}
+
+// etaTexts are the texts an estimate is told with, looked up once so that a
+// cached page (see Page) can tell a wait without touching the map.
+type etaTexts struct {
+	underMinute, minutesOne, minutesOther, hoursOther, separator string
+}
+
+func etaTextsOf(t map[string]string) etaTexts {
+	return etaTexts{
+		underMinute:  t["eta_under_minute"],
+		minutesOne:   t["eta_minutes_one"],
+		minutesOther: t["eta_minutes_other"],
+		hoursOther:   t["eta_hours_other"],
+		separator:    t["thousands_separator"],
+	}
+}
+
+// append is formatETA: the one implementation both the template function and
+// the cached page use, so the two cannot drift apart.
+func (e *etaTexts) append(dst []byte, seconds int) []byte {
+	if seconds < 60 {
+		return append(dst, e.underMinute...)
+	}
+	m := (seconds + 30) / 60
+	switch {
+	case m == 1:
+		return append(dst, e.minutesOne...)
+	case m < 90:
+		if m > 10 {
+			m = (m + 2) / 5 * 5
+		}
+		return e.fill(dst, e.minutesOther, m)
+	default:
+		return e.fill(dst, e.hoursOther, (m+30)/60)
+	}
+}
+
+// fill writes text with its first "{n}" replaced by n (as strings.Replace
+// would, once); a text without the mark is written as it is.
+func (e *etaTexts) fill(dst []byte, text string, n int) []byte {
+	before, after, ok := strings.Cut(text, "{n}")
+	if !ok {
+		return append(dst, text...)
+	}
+	dst = append(dst, before...)
+	dst = appendNumber(dst, e.separator, n)
+	return append(dst, after...)
+}
+
+// formatNumber groups digits by thousands with the language's separator.
+func formatNumber(t map[string]string, n int) string {
+	return string(appendNumber(nil, t["thousands_separator"], n))
+}
+
+// appendNumber is formatNumber without the map or the string: the one
+// implementation the template function and the cached page share.
+func appendNumber(dst []byte, sep string, n int) []byte {
+	var buf [20]byte
+	digits := strconv.AppendInt(buf[:0], int64(n), 10)
+	if n < 0 {
+		dst = append(dst, '-')
+		digits = digits[1:]
+	}
+	for i, d := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			dst = append(dst, sep...)
+		}
+		dst = append(dst, d)
+	}
+	return dst
+}
+
+// around splits a translated sentence at its placeholder, so the template can
+// wrap the number in its own element while translators keep whole sentences.
+func around(text, mark string) []string {
+	before, after, _ := strings.Cut(text, mark)
+	return []string{before, after}
+}
+
+// clientKeys are the texts the page's script needs after load; the rest of T
+// is only rendered on the server.
+var clientKeys = []string{
+	"thousands_separator", "eta_estimating", "eta_under_minute", "eta_minutes_one",
+	"eta_minutes_other", "eta_hours_other", "announce_position", "admitted",
+}
+
+// clientState is the page's starting point in the shape of the server's
+// "position" messages, plus the texts the script formats with. The template
+// puts it in a <script type="application/json">, where html/template encodes
+// it as JSON with <, > and & escaped.
+func clientState(page any) (map[string]any, error) {
+	var p Data
+	switch v := page.(type) {
+	case Data:
+		p = v
+	case *Data:
+		p = *v
+	default:
+		return nil, fmt.Errorf("clientState: want Data, got %T", page)
+	}
+	var eta any // JSON null until the estimate is known, as on the wire
+	if p.ETAKnown {
+		eta = p.ETASeconds
+	}
+	t := make(map[string]string, len(clientKeys))
+	for _, k := range clientKeys {
+		t[k] = p.T[k]
+	}
+	state := map[string]any{
+		"room":            p.Room,
+		"status":          p.State,
+		"position":        p.Position,
+		"waiting":         p.Waiting,
+		"active":          p.Active,
+		"capacity":        p.Capacity,
+		"eta_seconds":     eta,
+		"refresh_seconds": max(p.RefreshSeconds, 1),
+		"t":               t,
+	}
+	if p.State == "prequeue" {
+		state["starts_in_seconds"] = p.StartsInSeconds
+	}
+	return state, nil
+}

@@ -1,0 +1,59 @@
+package page
+
+// View is what a waiter is told: as JSON (API clients, the page's polling, the
+// WebSocket's position messages) and as the page's numbers. The JSON shape is public
+// (docs/waiting-page.md).
+type View struct {
+	Type           string `json:"type,omitempty"` // "position" on the WebSocket only
+	Room           string `json:"room"`
+	Status         string `json:"status"` // "queued", "rejected" or "unavailable"
+	Position       int    `json:"position,omitempty"`
+	Waiting        int    `json:"waiting"`
+	Active         int    `json:"active"`
+	Capacity       int    `json:"capacity"`
+	ETASeconds     *int   `json:"eta_seconds"` // null while there is no evidence to estimate from, and while nobody is admitted
+	RefreshSeconds int    `json:"refresh_seconds"`
+	// StartsInSeconds counts down to a scheduled event's start, during its pre-queue only.
+	StartsInSeconds *int `json:"starts_in_seconds,omitempty"`
+
+	Prequeue bool `json:"-"` // for the page: the pre-queue's countdown
+	Lottery  bool `json:"-"` // for the page: the pre-queue ends in a draw
+}
+
+// Data is what the page template gets for v (see Data). T is left to the page,
+// which uses the catalog's own.
+func (v *View) Data(lang, mode, nonce string) Data {
+	data := Data{
+		Room:           v.Room,
+		Lang:           lang,
+		State:          v.Status,
+		Mode:           mode,
+		Position:       v.Position,
+		Waiting:        v.Waiting,
+		Active:         v.Active,
+		Capacity:       v.Capacity,
+		ETAKnown:       v.ETASeconds != nil,
+		Progress:       progress(v.Position, v.Waiting),
+		RefreshSeconds: v.RefreshSeconds,
+		Lottery:        v.Lottery,
+		Nonce:          nonce,
+	}
+	if v.ETASeconds != nil {
+		data.ETASeconds = *v.ETASeconds
+	}
+	if v.Prequeue {
+		data.State = "prequeue"
+		data.StartsInSeconds = *v.StartsInSeconds
+	}
+	return data
+}
+
+// progress is how far toward the front the waiter is, 0..100: the back of the line is
+// 0, the head is 100.
+func progress(position, waiting int) int {
+	if position < 1 || waiting < 1 {
+		return 0
+	}
+	p := 100 - 100*(position-1)/waiting
+	return min(max(p, 0), 100)
+}

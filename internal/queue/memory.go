@@ -1,0 +1,441 @@
+package queue
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// MemoryStore is the embedded store: one room's state in this process, guarded by one
+// mutex. Every operation is O(1) or O(log n) in the number of waiters; nothing scans the
+// queue. It is pooled by room name (see MemoryStore), so a reload keeps every place.
+type MemoryStore struct {
+	mu       sync.Mutex
+	visitors map[VisitorID]*memVisitor
+
+	// active holds admitted visitors ordered by last-seen, oldest first, so expiry
+	// sweeps only look at the front.
+	active visitorList
+
+	// The queue: slots[i] holds the waiter with ticket base+i, nil once it left. live
+	// counts the non-nil slots so a position is one prefix sum. head is the first slot
+	// that may still be live.
+	slots   []*memVisitor
+	live    fenwick
+	base    uint64
+	head    int
+	waiting int
+	// heard holds waiters ordered by last-heard, oldest first, for liveness sweeps.
+	heard visitorList
+
+	nextTicket    uint64
+	admittedTotal uint64
+	secret        []byte
+	overrides     []byte
+
+	// recent holds the times (unix nanoseconds, oldest first) of the admissions inside
+	// the rate window, at most Limits.Rate of them; empty while there is no rate.
+	recent []int64
+	// shuffled holds the keys of the lotteries already drawn (see Shuffle).
+	shuffled map[string]bool
+
+	subsMu  sync.Mutex
+	subs    map[int]func([]VisitorID)
+	nextSub int
+}
+
+// memVisitor is one visitor: in the active list when admitted, in a slot and the heard
+// list when queued. About 120 bytes per waiter with the map entry, slot and tree node.
+type memVisitor struct {
+	id         VisitorID
+	state      State
+	ticket     uint64
+	at         int64 // last seen (admitted) or last heard (queued), unix nanoseconds
+	prev, next *memVisitor
+}
+
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{
+		visitors:   make(map[VisitorID]*memVisitor),
+		nextTicket: 1,
+		subs:       make(map[int]func([]VisitorID)),
+	}
+}
+
+// Destruct lets the store live in a caddy.UsagePool; there is nothing to release.
+func (s *MemoryStore) Destruct() error { return nil }
+
+func (s *MemoryStore) Join(_ context.Context, id VisitorID, now time.Time, lim Limits) (Status, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v := s.visitors[id]; v != nil {
+		return s.statusLocked(v, now), nil
+	}
+	v := &memVisitor{id: id, at: now.UnixNano()}
+	if s.waiting == 0 && !lim.Hold && s.active.len < lim.Capacity && s.rateBudgetLocked(now, lim) != 0 {
+		s.visitors[id] = v
+		s.admitLocked(v, now, lim)
+		return Status{State: Admitted}, nil
+	}
+	if lim.NoQueue {
+		return Status{State: Rejected}, nil
+	}
+	s.visitors[id] = v
+	s.enqueueLocked(v)
+	return Status{State: Queued, Ticket: v.ticket, Position: s.positionLocked(v.ticket)}, nil
+}
+
+func (s *MemoryStore) Status(_ context.Context, id VisitorID, now time.Time) (Status, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.visitors[id]
+	if v == nil {
+		return Status{}, nil
+	}
+	return s.statusLocked(v, now), nil
+}
+
+// statusLocked reports v's standing; for a waiter it also refreshes last-heard.
+func (s *MemoryStore) statusLocked(v *memVisitor, now time.Time) Status {
+	if v.state == Admitted {
+		return Status{State: Admitted}
+	}
+	s.refreshLocked(&s.heard, v, now)
+	return Status{State: Queued, Ticket: v.ticket, Position: s.positionLocked(v.ticket)}
+}
+
+func (s *MemoryStore) Touch(_ context.Context, id VisitorID, now time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.visitors[id]
+	if v == nil || v.state != Admitted {
+		return false, nil
+	}
+	s.refreshLocked(&s.active, v, now)
+	return true, nil
+}
+
+func (s *MemoryStore) Heartbeat(_ context.Context, ids []VisitorID, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		if v := s.visitors[id]; v != nil && v.state == Queued {
+			s.refreshLocked(&s.heard, v, now)
+		}
+	}
+	return nil
+}
+
+func (s *MemoryStore) Leave(_ context.Context, id VisitorID) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.visitors[id]
+	if v == nil {
+		return false, nil
+	}
+	s.removeLocked(v)
+	return true, nil
+}
+
+func (s *MemoryStore) Step(_ context.Context, now time.Time, lim Limits) (StepResult, error) {
+	s.mu.Lock()
+	nanos := now.UnixNano()
+	for v := s.active.front; v != nil && v.at+int64(lim.SessionTTL) <= nanos; v = s.active.front {
+		s.removeLocked(v)
+	}
+	res := StepResult{Abandoned: s.sweepSilentLocked(now, lim)}
+	budget := s.rateBudgetLocked(now, lim)
+	for !lim.Hold && s.active.len < lim.Capacity && s.waiting > 0 && budget != 0 {
+		var v *memVisitor
+		if lim.Random {
+			v = s.slots[s.live.find(rand.IntN(s.waiting))]
+		} else {
+			v = s.headLocked()
+		}
+		s.dequeueLocked(v)
+		s.admitLocked(v, now, lim)
+		res.Admitted = append(res.Admitted, v.id)
+		if budget > 0 {
+			budget--
+		}
+	}
+	s.compactLocked()
+	s.mu.Unlock()
+
+	s.announce(res.Admitted)
+	return res, nil
+}
+
+func (s *MemoryStore) AdmitNow(_ context.Context, n int, now time.Time, lim Limits) (StepResult, error) {
+	s.mu.Lock()
+	res := StepResult{Abandoned: s.sweepSilentLocked(now, lim)}
+	s.rateBudgetLocked(now, lim) // drops admissions that left the window
+	for ; n > 0 && s.waiting > 0; n-- {
+		v := s.headLocked()
+		s.dequeueLocked(v)
+		s.admitLocked(v, now, lim)
+		res.Admitted = append(res.Admitted, v.id)
+	}
+	s.compactLocked()
+	s.mu.Unlock()
+
+	s.announce(res.Admitted)
+	return res, nil
+}
+
+// sweepSilentLocked drops the waiters not heard from within QueueTTL and counts them.
+func (s *MemoryStore) sweepSilentLocked(now time.Time, lim Limits) int {
+	n, nanos := 0, now.UnixNano()
+	for v := s.heard.front; v != nil && v.at+int64(lim.QueueTTL) <= nanos; v = s.heard.front {
+		s.removeLocked(v)
+		n++
+	}
+	return n
+}
+
+// rateBudgetLocked forgets the admissions that left the rate window and returns how
+// many more the rate allows now (-1: no rate limit).
+func (s *MemoryStore) rateBudgetLocked(now time.Time, lim Limits) int {
+	if lim.Rate <= 0 || lim.RatePer <= 0 {
+		s.recent = s.recent[:0]
+		return -1
+	}
+	cutoff, i := now.UnixNano()-int64(lim.RatePer), 0
+	for i < len(s.recent) && s.recent[i] <= cutoff {
+		i++
+	}
+	s.recent = s.recent[i:]
+	return lim.rateBudget(len(s.recent))
+}
+
+// Shuffle permutes the live waiters over their own slots, so the ticket set (and
+// every count the Fenwick tree holds) stays as it is. O(waiters), once per event.
+func (s *MemoryStore) Shuffle(_ context.Context, key string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shuffled[key] {
+		return false, nil
+	}
+	if s.shuffled == nil {
+		s.shuffled = make(map[string]bool)
+	}
+	s.shuffled[key] = true
+	var at []int
+	var vs []*memVisitor
+	for i := s.head; i < len(s.slots); i++ {
+		if v := s.slots[i]; v != nil {
+			at = append(at, i)
+			vs = append(vs, v)
+		}
+	}
+	rand.Shuffle(len(vs), func(i, j int) { vs[i], vs[j] = vs[j], vs[i] })
+	for j, i := range at {
+		s.slots[i] = vs[j]
+		vs[j].ticket = s.base + uint64(i)
+	}
+	return true, nil
+}
+
+func (s *MemoryStore) Reset(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.visitors)
+	s.active = visitorList{}
+	s.heard = visitorList{}
+	s.base = s.nextTicket
+	s.slots, s.live, s.head, s.waiting = s.slots[:0], s.live[:0], 0, 0
+	return nil
+}
+
+func (s *MemoryStore) Overrides(context.Context) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.overrides, nil
+}
+
+func (s *MemoryStore) SetOverrides(_ context.Context, doc []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(doc) == 0 {
+		s.overrides = nil
+	} else {
+		s.overrides = append([]byte(nil), doc...)
+	}
+	return nil
+}
+
+func (s *MemoryStore) Positions(_ context.Context, tickets []uint64, out []int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, t := range tickets {
+		out[i] = 0
+		if t < s.base || t-s.base >= uint64(len(s.slots)) || s.slots[t-s.base] == nil {
+			continue
+		}
+		out[i] = s.positionLocked(t)
+	}
+	return nil
+}
+
+func (s *MemoryStore) Stats(context.Context) (Stats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{Active: s.active.len, Waiting: s.waiting, AdmittedTotal: s.admittedTotal}, nil
+}
+
+func (s *MemoryStore) Secret(_ context.Context, candidate []byte) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.secret == nil {
+		s.secret = append([]byte(nil), candidate...)
+	}
+	return s.secret, nil
+}
+
+func (s *MemoryStore) Subscribe(fn func([]VisitorID)) func() {
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	n := s.nextSub
+	s.nextSub++
+	s.subs[n] = fn
+	return func() {
+		s.subsMu.Lock()
+		defer s.subsMu.Unlock()
+		delete(s.subs, n)
+	}
+}
+
+// announce tells subscribers about admissions, outside the state lock so a slow
+// subscriber never holds up joins.
+func (s *MemoryStore) announce(ids []VisitorID) {
+	if len(ids) == 0 {
+		return
+	}
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	for _, fn := range s.subs {
+		fn(ids)
+	}
+}
+
+// admitLocked admits v and, under a rate limit, records the admission in the window
+// (the caller has called rateBudgetLocked at this now).
+func (s *MemoryStore) admitLocked(v *memVisitor, now time.Time, lim Limits) {
+	v.state = Admitted
+	v.at = now.UnixNano()
+	s.active.pushBack(v)
+	s.admittedTotal++
+	if lim.Rate > 0 && lim.RatePer > 0 {
+		s.recent = append(s.recent, v.at)
+	}
+}
+
+func (s *MemoryStore) enqueueLocked(v *memVisitor) {
+	v.state = Queued
+	v.ticket = s.nextTicket
+	s.nextTicket++
+	if len(s.slots) == 0 {
+		s.base = v.ticket
+	}
+	s.slots = append(s.slots, v)
+	s.live.push(1)
+	s.heard.pushBack(v)
+	s.waiting++
+}
+
+func (s *MemoryStore) dequeueLocked(v *memVisitor) {
+	i := int(v.ticket - s.base)
+	s.slots[i] = nil
+	s.live.add(i, -1)
+	s.heard.remove(v)
+	s.waiting--
+}
+
+func (s *MemoryStore) removeLocked(v *memVisitor) {
+	switch v.state {
+	case Admitted:
+		s.active.remove(v)
+	case Queued:
+		s.dequeueLocked(v)
+	}
+	delete(s.visitors, v.id)
+}
+
+// headLocked returns the first live waiter; the caller knows there is one.
+func (s *MemoryStore) headLocked() *memVisitor {
+	for s.slots[s.head] == nil {
+		s.head++
+	}
+	return s.slots[s.head]
+}
+
+func (s *MemoryStore) positionLocked(ticket uint64) int {
+	return s.live.prefix(int(ticket-s.base)) + 1
+}
+
+// compactLocked drops the dead slots before the head once they are at least half of
+// the slice, so the queue's memory follows the waiters, not the tickets ever issued.
+func (s *MemoryStore) compactLocked() {
+	for s.head < len(s.slots) && s.slots[s.head] == nil {
+		s.head++
+	}
+	if s.head < 1024 || s.head < len(s.slots)/2 {
+		return
+	}
+	n := copy(s.slots, s.slots[s.head:])
+	clear(s.slots[n:])
+	s.slots = s.slots[:n]
+	s.base += uint64(s.head)
+	s.head = 0
+	s.live.rebuild(n, func(i int) int32 {
+		if s.slots[i] != nil {
+			return 1
+		}
+		return 0
+	})
+}
+
+// refreshLocked moves v to the back of list l with time now. Calls may arrive with
+// slightly out-of-order times from concurrent requests; keeping the later time keeps
+// the list ordered enough for front-only sweeps.
+func (s *MemoryStore) refreshLocked(l *visitorList, v *memVisitor, now time.Time) {
+	if n := now.UnixNano(); n > v.at {
+		v.at = n
+	}
+	l.remove(v)
+	l.pushBack(v)
+}
+
+// visitorList is an intrusive doubly linked list of visitors, so moving a visitor to the
+// back on every touch allocates nothing.
+type visitorList struct {
+	front, back *memVisitor
+	len         int
+}
+
+func (l *visitorList) pushBack(v *memVisitor) {
+	v.prev, v.next = l.back, nil
+	if l.back != nil {
+		l.back.next = v
+	} else {
+		l.front = v
+	}
+	l.back = v
+	l.len++
+}
+
+func (l *visitorList) remove(v *memVisitor) {
+	if v.prev != nil {
+		v.prev.next = v.next
+	} else {
+		l.front = v.next
+	}
+	if v.next != nil {
+		v.next.prev = v.prev
+	} else {
+		l.back = v.prev
+	}
+	v.prev, v.next = nil, nil
+	l.len--
+}

@@ -1,0 +1,36 @@
+package queue
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Modes say how a room admits, as Cloudflare's waiting rooms define them.
+const (
+	// ModeFIFO admits first come, first served. The default.
+	ModeFIFO = "fifo"
+	// ModeRandom admits any live waiter next, picked uniformly.
+	ModeRandom = "random"
+	// ModePassthrough admits everyone (and counts them): no queue, no limits.
+	ModePassthrough = "passthrough"
+	// ModeReject admits while there is room and turns the rest away with a "sold out,
+	// come back later" answer, queueing nobody.
+	ModeReject = "reject"
+	// ModeQueueAll admits nobody new: everyone arriving queues and the ETA is hidden.
+	ModeQueueAll = "queue_all"
+	// ModeSuspended turns the room off: requests pass straight through, no cookie is
+	// set, nothing is counted.
+	ModeSuspended = "suspended"
+)
+
+// Modes lists every mode, in the order the documentation gives them.
+var Modes = []string{ModeFIFO, ModeRandom, ModePassthrough, ModeReject, ModeQueueAll, ModeSuspended}
+
+// CheckMode reports an error naming the valid modes unless m is one of them.
+func CheckMode(m string) error {
+	if !slices.Contains(Modes, m) {
+		return fmt.Errorf("mode must be one of %s, got %q", strings.Join(Modes, ", "), m)
+	}
+	return nil
+}

@@ -1,0 +1,186 @@
+// Package queue is the line itself, with no Caddy in it: the Store interface both
+// stores implement (one room's active set, queue and counters), the limits each
+// decision is made under, the modes, the admission-throughput estimator behind every
+// ETA, the embedded memory store, and the cache of sessions this instance confirmed.
+package queue
+
+import (
+	"context"
+	"time"
+
+)
+
+// Store holds one room's shared state: the active set, the queue and the counters.
+// Every method that changes more than one thing does so atomically, so any number of
+// handlers (on one Caddy or on many sharing the store) may call any method at once and
+// capacity is still never exceeded.
+//
+// Times are passed in rather than read from a clock so that tests can drive a store with
+// an injected clock and so that every instance agrees on what "now" means for one call.
+type Store interface {
+	// Join takes a brand-new visitor: when nobody waits and a slot is free (and the
+	// limits allow it) the visitor is admitted at once, otherwise it is given the next
+	// ticket and queued. A visitor id that is already known is reported as it stands and
+	// not queued twice.
+	Join(ctx context.Context, id VisitorID, now time.Time, lim Limits) (Status, error)
+
+	// Status reports where a visitor stands. For a waiter it also counts as being heard
+	// from (the waiter's liveness is refreshed), so a page load or poll keeps the place.
+	Status(ctx context.Context, id VisitorID, now time.Time) (Status, error)
+
+	// Touch refreshes an admitted visitor's last-seen time. It reports false when the
+	// visitor is not admitted (session expired, revoked, removed): the caller then treats
+	// the request as a new visitor.
+	Touch(ctx context.Context, id VisitorID, now time.Time) (bool, error)
+
+	// Heartbeat marks waiters as heard from now, in one batch (the WebSocket hub calls it
+	// for all waiters connected to this instance). Unknown ids are ignored.
+	Heartbeat(ctx context.Context, ids []VisitorID, now time.Time) error
+
+	// Leave removes a visitor, queued or admitted, and reports whether it was there.
+	// A freed slot is filled by the next Step.
+	Leave(ctx context.Context, id VisitorID) (bool, error)
+
+	// Step is the admission step: it drops admitted visitors not seen for SessionTTL and
+	// waiters not heard from for QueueTTL, then admits live waiters while slots are free
+	// and the rate budget lasts: from the head of the queue, or (Limits.Random) picked
+	// uniformly among the live waiters. With Limits.Hold it admits nobody. The admitted
+	// ids are also announced to subscribers.
+	Step(ctx context.Context, now time.Time, lim Limits) (StepResult, error)
+
+	// AdmitNow admits up to n live waiters from the head of the queue at once, beyond
+	// capacity and beyond the rate budget if need be (an operator's "let the next n
+	// in"), and announces them like Step does. The admissions still count against the
+	// rate budget, so the steps that follow slow down to keep the rate over the window.
+	// Silent waiters at the head are dropped, not admitted.
+	AdmitNow(ctx context.Context, n int, now time.Time, lim Limits) (StepResult, error)
+
+	// Shuffle puts the waiters queued now in a uniformly random order (the lottery at
+	// the start of a scheduled event): the set of tickets stays, who holds which one
+	// changes, so everyone who joins later is still behind all of them. It runs at most
+	// once per key in the store's life, however many instances call it, and reports
+	// whether this call shuffled.
+	Shuffle(ctx context.Context, key string) (bool, error)
+
+	// Reset empties the queue and the active set. Counters and the secret are kept, and
+	// tickets keep growing, so a cookie from before the reset is simply unknown.
+	Reset(ctx context.Context) error
+
+	// Overrides returns the room's runtime settings document (set through the admin
+	// API and shared by every instance on this store), or nil when there is none.
+	Overrides(ctx context.Context) ([]byte, error)
+
+	// SetOverrides replaces the runtime settings document; nil or empty removes it.
+	SetOverrides(ctx context.Context, doc []byte) error
+
+	// Positions computes, in one call whatever the number of tickets, the 1-based
+	// position of each ticket among the queued waiters (waiters ahead + 1). It writes 0
+	// for a ticket that is no longer queued (admitted, left or expired). out has the
+	// length of tickets.
+	Positions(ctx context.Context, tickets []uint64, out []int) error
+
+	// Stats returns the room's counters.
+	Stats(ctx context.Context) (Stats, error)
+
+	// Secret returns the room's shared signing secret: the first candidate ever offered
+	// wins and is returned to every later caller, so instances (and reloads) that were
+	// not given a secret agree on one.
+	Secret(ctx context.Context, candidate []byte) ([]byte, error)
+
+	// Subscribe calls fn with the ids of every admission made from the queue by anyone
+	// sharing this store (this instance's steps and, for shared stores, other
+	// instances'). Delivery is best effort: callers reconcile through Positions/Status.
+	// The returned function ends the subscription.
+	Subscribe(fn func(ids []VisitorID)) (cancel func())
+}
+
+// Limits are the settings the store needs to decide admissions. They are passed on every
+// call, so a reload or a runtime change applies to the very next decision.
+type Limits struct {
+	// Capacity is how many visitors may be admitted at once.
+	Capacity int
+	// SessionTTL is how long an admitted visitor keeps the slot without a request.
+	SessionTTL time.Duration
+	// QueueTTL is how long a waiter keeps the place without being heard from.
+	QueueTTL time.Duration
+	// Rate, when above 0, is the most admissions (at join and from the queue) in any
+	// window of RatePer, room-wide. It is a sliding window: the store remembers the
+	// times of the recent admissions, at most Rate of them.
+	Rate    int
+	RatePer time.Duration
+	// Random makes Step pick each admitted waiter uniformly among the live waiters
+	// instead of from the head.
+	Random bool
+	// Hold admits nobody new: Join always queues and Step only drops the expired
+	// (queue_all mode, and the pre-queue before a scheduled event).
+	Hold bool
+	// NoQueue makes Join turn away (State Rejected) a visitor it cannot admit at once
+	// instead of queueing them (reject mode).
+	NoQueue bool
+}
+
+// rateBudget is how many more admissions the rate allows, given how many admissions
+// are still inside the window, or -1 when there is no rate limit.
+func (l Limits) rateBudget(recent int) int {
+	if l.Rate <= 0 || l.RatePer <= 0 {
+		return -1
+	}
+	return max(l.Rate-recent, 0)
+}
+
+// StepResult is what an admission step did.
+type StepResult struct {
+	// Admitted are the waiters let in, in ticket order.
+	Admitted []VisitorID
+	// Abandoned counts the waiters dropped for not being heard from within QueueTTL.
+	Abandoned int
+}
+
+// State is where a visitor stands in a room.
+type State uint8
+
+const (
+	// Unknown means the store does not know the visitor: never seen, expired, left,
+	// revoked or removed. The visitor is treated as new.
+	Unknown State = iota
+	// Queued means the visitor holds a ticket in the queue.
+	Queued
+	// Admitted means the visitor holds a slot in the active set.
+	Admitted
+	// Rejected is Join's answer under Limits.NoQueue to a visitor it could not admit:
+	// the store keeps nothing about them.
+	Rejected
+)
+
+func (s State) String() string {
+	switch s {
+	case Queued:
+		return "queued"
+	case Admitted:
+		return "admitted"
+	case Rejected:
+		return "rejected"
+	default:
+		return "unknown"
+	}
+}
+
+// Status is a visitor's standing as the store saw it.
+type Status struct {
+	State State
+	// Ticket is the waiter's ticket (Queued only). Tickets grow with arrival order.
+	Ticket uint64
+	// Position is waiters ahead + 1 (Queued only).
+	Position int
+}
+
+// Stats are a room's counters at one moment.
+type Stats struct {
+	// Active is the number of admitted visitors holding a slot.
+	Active int
+	// Waiting is the number of queued waiters.
+	Waiting int
+	// AdmittedTotal counts every admission ever made in this room (at join and from the
+	// queue). The Estimator measures throughput from its growth.
+	AdmittedTotal uint64
+}

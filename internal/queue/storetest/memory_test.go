@@ -1,0 +1,13 @@
+package storetest_test
+
+import (
+	"testing"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue/storetest"
+)
+
+// The memory store passes the suite (the Redis store runs it in its own package).
+func TestMemoryStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) queue.Store { return queue.NewMemoryStore() })
+}

@@ -1,0 +1,157 @@
+// Package token is what a visitor carries: the signed token in the room's cookie
+// (who the visitor is, queued or admitted, since when) and the cookie itself. Verifying
+// a token is a local HMAC check, the admitted visitor's whole hot path.
+package token
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"hash"
+	"sync"
+	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+)
+
+// A Token is what the room's cookie carries: who the visitor is, whether it was
+// admitted, and until when the Token may be believed. It is signed, never encrypted:
+// nothing in it is secret, but nothing in it can be changed.
+//
+// Wire format, base64url without padding:
+//
+//	version(1) | state(1) | visitor id(16) | since unix seconds(8) | expiry unix seconds(8) | HMAC-SHA256(32)
+//
+// The MAC covers a domain label, the room name and the body before it, so a cookie of
+// one room is worthless in another, and a bit flipped anywhere fails verification.
+type Token struct {
+	State queue.State // Queued or Admitted
+	ID    queue.VisitorID
+	// Since is when the visitor joined the queue (Queued) or was admitted (Admitted);
+	// it survives reissues, so the wait can be measured at admission on any instance.
+	Since   time.Time
+	Expires time.Time
+}
+
+// QueuedLife bounds how long a waiter's token is believed; the store decides whether
+// the place still exists (queue_ttl), so this only limits replay of old cookies.
+const QueuedLife = 24 * time.Hour
+
+// Len is the length of a token before its base64 encoding, Text after.
+const Len = tokenLen
+
+const (
+	tokenVersion = 1
+	tokenBody    = 1 + 1 + 16 + 8 + 8
+	tokenLen     = tokenBody + sha256.Size
+	Text         = (tokenLen*8 + 5) / 6 // base64url, unpadded
+)
+
+// Keyring signs with the first secret and accepts any of them, so a secret can be
+// rotated without sending every admitted visitor back to the queue.
+type Keyring struct {
+	room  string
+	macs  []*sync.Pool // one pool of *mac per secret; HMAC setup is not free
+	label []byte       // "waiting_room\x00" + room + "\x00"
+}
+
+func NewKeyring(room string, secrets [][]byte) *Keyring {
+	k := &Keyring{room: room, label: []byte("waiting_room\x00" + room + "\x00")}
+	for _, s := range secrets {
+		secret := s
+		k.macs = append(k.macs, &sync.Pool{New: func() any { return &mac{h: hmac.New(sha256.New, secret)} }})
+	}
+	return k
+}
+
+// seal returns the cookie value for t.
+func (k *Keyring) Seal(t Token) string {
+	var text [Text]byte
+	return string(k.AppendSealed(text[:0], t))
+}
+
+// AppendSealed appends the cookie value for t to dst; with a dst of Text spare
+// bytes on the caller's stack, sealing allocates nothing.
+func (k *Keyring) AppendSealed(dst []byte, t Token) []byte {
+	var raw [tokenLen]byte
+	raw[0] = tokenVersion
+	raw[1] = byte(t.State)
+	copy(raw[2:18], t.ID[:])
+	binary.BigEndian.PutUint64(raw[18:26], uint64(t.Since.Unix()))
+	binary.BigEndian.PutUint64(raw[26:34], uint64(t.Expires.Unix()))
+	k.sum(0, raw[:tokenBody], raw[tokenBody:tokenBody])
+	return base64.RawURLEncoding.AppendEncode(dst, raw[:])
+}
+
+// open verifies a cookie value and returns its token. Anything wrong (shape, version,
+// MAC under every secret, state, expiry) reports false: the request is a new visitor.
+// It is the admitted visitor's hot path, so it allocates nothing.
+func (k *Keyring) Open(value string, now time.Time) (Token, bool) {
+	// An exact length check, not DecodedLen: the decoder skips \r and \n, so a
+	// value with a line break inside would otherwise open as the Token without it.
+	if len(value) != Text {
+		return Token{}, false
+	}
+	var text [Text]byte
+	copy(text[:], value)
+	var raw [tokenLen]byte
+	if n, err := base64.RawURLEncoding.Decode(raw[:], text[:]); err != nil || n != tokenLen {
+		return Token{}, false
+	}
+	if raw[0] != tokenVersion {
+		return Token{}, false
+	}
+	verified := false
+	for i := range k.macs {
+		if k.verify(i, raw[:tokenBody], raw[tokenBody:]) {
+			verified = true
+			break
+		}
+	}
+	if !verified {
+		return Token{}, false
+	}
+	t := Token{State: queue.State(raw[1])}
+	if t.State != queue.Queued && t.State != queue.Admitted {
+		return Token{}, false
+	}
+	copy(t.ID[:], raw[2:18])
+	t.Since = time.Unix(int64(binary.BigEndian.Uint64(raw[18:26])), 0)
+	t.Expires = time.Unix(int64(binary.BigEndian.Uint64(raw[26:34])), 0)
+	if !now.Before(t.Expires) {
+		return Token{}, false
+	}
+	return t, true
+}
+
+// mac is a pooled HMAC state with room for its input and sum: what is written to a
+// hash.Hash escapes, so the caller's stack buffers are copied here rather than
+// moved to the heap on every request.
+type mac struct {
+	h    hash.Hash
+	body [tokenBody]byte
+	sum  [sha256.Size]byte
+}
+
+// sum appends the MAC of body under secret i to dst.
+func (k *Keyring) sum(i int, body, dst []byte) []byte {
+	m := k.macs[i].Get().(*mac)
+	defer k.macs[i].Put(m)
+	return append(dst, m.compute(k.label, body)...)
+}
+
+// verify reports, in constant time, whether tag is the MAC of body under secret i.
+func (k *Keyring) verify(i int, body, tag []byte) bool {
+	m := k.macs[i].Get().(*mac)
+	defer k.macs[i].Put(m)
+	return hmac.Equal(m.compute(k.label, body), tag)
+}
+
+func (m *mac) compute(label, body []byte) []byte {
+	n := copy(m.body[:], body)
+	m.h.Reset()
+	m.h.Write(label)
+	m.h.Write(m.body[:n])
+	return m.h.Sum(m.sum[:0])
+}

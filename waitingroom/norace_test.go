@@ -1,5 +1,0 @@
-//go:build !race
-
-package waitingroom
-
-const raceEnabled = false
