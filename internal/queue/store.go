@@ -7,7 +7,6 @@ package queue
 import (
 	"context"
 	"time"
-
 )
 
 // Store holds one room's shared state: the active set, the queue and the counters.
