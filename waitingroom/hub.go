@@ -8,34 +8,6 @@ import (
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
-// Push timing for waiting WebSockets.
-const (
-	// pushEvery is how often the hub recomputes the positions of its waiters (one
-	// Positions call for all of them) and pushes those that changed.
-	pushEvery = 500 * time.Millisecond
-	// resendEvery is how often the hub looks for sockets owed a message because they
-	// heard nothing for resendAfter. A tick costs only what it resends (see
-	// pushRound.resendDue), so it can be short, which lets a resend go out close to
-	// maxSilence (at 100,000 waiters, each tenth of a second closer is 3,000 writes a
-	// second fewer) and spreads the writes over the second.
-	resendEvery = 20 * time.Millisecond
-	// maxSilence is the longest a waiter goes without a message, changed or not, so a
-	// page can tell a live connection from a stuck one.
-	maxSilence = 2 * time.Second
-	// resendSlack is how late the hub may run, on a busy machine, before a waiter's
-	// silence passes maxSilence: an on-time resend goes out this much before it.
-	resendSlack = 250 * time.Millisecond
-	// staleAfter is how long after the store's last answer the hub goes on resending
-	// the positions it gave. A store call that fails (one timeout on a busy store, a
-	// failover) must not silence every waiter of the instance until the next round
-	// comes back; a position only moves forward while the line waits (a lottery
-	// aside), so one a few seconds old is at worst a little behind. After that,
-	// waiters hear nothing until the store answers again.
-	staleAfter = 5 * time.Second
-	// heartbeatBatch is how many waiters one Heartbeat call carries.
-	heartbeatBatch = 1000
-)
-
 // hub holds this instance's waiting WebSockets and keeps them told: positions on a
 // short period (computed for all local waiters in one store call, so the cost does not
 // grow into one store command per waiter), admission as soon as the store announces it,

@@ -14,18 +14,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// How often things happen in a running room.
-const (
-	// stepEvery is the admission step's period; departures also trigger a step at once.
-	stepEvery = 250 * time.Millisecond
-	// storeErrorLogEvery rate-limits outage logs to one line per period per room.
-	storeErrorLogEvery = 10 * time.Second
-	// secretCheckEvery is how often a generated secret is offered to the store again:
-	// every tick, so that a store which forgot it (Redis restarted empty) has it back
-	// before a newly started instance can plant another. One SET NX per tick.
-	secretCheckEvery = stepEvery
-)
-
 // room is the running side of one Handler: the admission loop, the cached counters, the
 // estimator, the local touch cache and the WebSocket hub. A reload makes a new room
 // over the same (pooled) store; the old one stops in Cleanup.

@@ -26,9 +26,6 @@ const (
 	// maxClientMessage bounds what a client may send; the only message is a short
 	// {"type":"leave"}.
 	maxClientMessage = 512
-	// writeTimeout bounds one message write, so a stalled client costs a goroutine for
-	// seconds, not forever.
-	writeTimeout = 5 * time.Second
 	// The buffers of an upgraded connection. net/http hands a hijacked connection over
 	// with the 4 KiB buffers it served the request with; a waiting socket reads a few
 	// short client messages and writes positions of ~200 bytes, and 8 KiB of buffers
@@ -88,12 +85,6 @@ type socket struct {
 	gone          atomic.Bool // removed from the hub (the hub's resends skip it)
 }
 
-// resendAfter is how long an unchanged position goes unsent. A waiter must hear
-// something at least every maxSilence; resends go out at the hub's ticks, up to
-// resendEvery after they are owed, and resendSlack is left for a hub running late:
-// the silence is 1.73 to 1.75 s on time.
-const resendAfter = maxSilence - resendSlack - resendEvery
-
 // due reports whether a position message, offered at now, is to be written: the
 // waiter has heard nothing for resendAfter, or its position changed and its last
 // message is at least changeGap old (see changeGap). If so it is recorded as written;
@@ -109,24 +100,6 @@ func (s *socket) due(position int, now time.Time, changeGap time.Duration) bool 
 	}
 	s.lastPosition, s.lastOffered = position, now
 	return true
-}
-
-// changeBudget is about how many messages a second an instance spends on telling its
-// waiters that their place moved, beyond the resend every waiter gets within
-// maxSilence anyway. While the line moves (every round, in a sale), each waiter is owed
-// a message per round; up to changeBudget/2 waiters on an instance hear every round,
-// and above that the moves are told less often, down to the resends' own pace, so a
-// moving line costs an instance about max(changeBudget, waiters/resendAfter) messages
-// a second. Unbounded, 100,000 waiters would ask for 200,000 messages a second: more than
-// two cores can write, so every round ran late and the 2 s promise broke for half of
-// them (caddytest/load, the ws section's moving window).
-const changeBudget = 10_000
-
-// changeGap is the least time between two messages that tell a waiter of one instance
-// holding waiters waiters that its place moved. A quarter round of slack keeps a
-// round that comes a little early from missing its turn.
-func changeGap(waiters int) time.Duration {
-	return min(time.Duration(waiters)*time.Second/changeBudget, resendAfter) - pushEvery/4
 }
 
 // push tells the waiter the position message in frame (the caller may reuse frame).
