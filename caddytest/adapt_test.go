@@ -68,7 +68,7 @@ func TestAdaptGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(golden)
 			if err != nil {
-				t.Fatalf("%v (run `go test ./caddytest -run TestAdaptGolden -update` to create it)", err)
+				t.Fatalf("%v (run `go test -run TestAdaptGolden -update` in caddytest/ to create it)", err)
 			}
 			if !bytes.Equal(got, want) {
 				t.Errorf("%s adapts to JSON that differs from %s (review, then -update)\n got:\n%s\nwant:\n%s",

@@ -20,7 +20,7 @@ import (
 
 // updateScreenshot rewrites the README's screenshot, examples/waiting-page.png:
 //
-//	go test -run TestBrowserPageScreenshots ./caddytest/ -update-screenshot
+//	cd caddytest && go test -run TestBrowserPageScreenshots . -update-screenshot
 //
 // (or WAITING_ROOM_UPDATE_SCREENSHOT=1). Every run writes its screenshots to
 // caddytest/artifacts/, which git ignores.

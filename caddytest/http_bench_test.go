@@ -21,7 +21,7 @@ import (
 // once: join, sign, Set-Cookie). The rounds are interleaved so machine noise hits all
 // three alike; the medians and their ratios to bare are reported.
 //
-//	go test -run '^$' -bench HTTPRoomVsBare -benchtime 1x ./caddytest/
+//	cd caddytest && go test -run '^$' -bench HTTPRoomVsBare -benchtime 1x .
 //
 // It runs once whatever b.N is: wrk decides how many requests fit in each round.
 func BenchmarkHTTPRoomVsBare(b *testing.B) {

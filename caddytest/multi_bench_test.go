@@ -21,7 +21,7 @@ import (
 // The figures of the Redis store through a real caddy process (the binary the fleet
 // tests build). Each benchmark runs once whatever b.N is:
 //
-//	go test -run '^$' -bench MultiRedis -benchtime 1x ./caddytest/
+//	cd caddytest && go test -run '^$' -bench MultiRedis -benchtime 1x .
 
 // benchInstance is one caddy on its own Redis with the rooms the benchmarks use;
 // /healthz on the same site is the bare Caddy they are compared with.

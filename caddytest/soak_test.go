@@ -17,7 +17,7 @@ import (
 // samples goroutines and heap: after the warm-up they must not grow (no leak of
 // goroutines, timers or WebSockets). It is opt-in, because it runs for minutes:
 //
-//	WAITING_ROOM_SOAK=3m go test -run TestSoak -v -timeout 15m ./caddytest/
+//	cd caddytest && WAITING_ROOM_SOAK=3m go test -run TestSoak -v -timeout 15m .
 //
 // Visitors arrive all the time; some leave the queue, some go silent (their tickets
 // expire by queue_ttl), the others wait on a WebSocket, shop, and check out (revoke).

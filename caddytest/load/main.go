@@ -5,9 +5,13 @@
 // we measure on are shared and noisy, so absolute numbers from different runs do not
 // compare, while two numbers taken a minute apart on the same machine do.
 //
-//	go run ./caddytest/load                 # every section, full scale
-//	go run ./caddytest/load -quick          # every section, small scale (a smoke run)
-//	go run ./caddytest/load -only http,ws   # some sections
+// Run it from the caddytest folder (its own module, which holds the test-only
+// dependencies):
+//
+//	cd caddytest
+//	go run ./load                 # every section, full scale
+//	go run ./load -quick          # every section, small scale (a smoke run)
+//	go run ./load -only http,ws   # some sections
 //
 // It needs redis-server and wrk on PATH (Debian: redis-server, wrk).
 package main
@@ -67,7 +71,7 @@ func main() {
 	flag.BoolVar(&o.markdown, "markdown", false, "print the table as Markdown")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's folder (Caddyfiles and every process's log) and print its path")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./caddytest/load [flags]\n\nsections:\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./load (in caddytest/) [flags]\n\nsections:\n")
 		for _, s := range sortedSections() {
 			fmt.Fprintf(flag.CommandLine.Output(), "  %-8s %s\n", s.name, s.about)
 		}

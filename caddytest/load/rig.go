@@ -60,14 +60,17 @@ func (r *rig) build() error {
 	}
 	r.caddy = filepath.Join(r.dir, "caddy")
 	fmt.Fprintln(os.Stderr, "building Caddy with the plugin…")
-	cmd := exec.CommandContext(r.ctx, "go", "build", "-o", r.caddy, "./caddytest/testdata/caddy")
+	cmd := exec.CommandContext(r.ctx, "go", "build", "-o", r.caddy, "./testdata/caddy")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./caddytest/testdata/caddy: %v\n%s", err, out)
+		return fmt.Errorf("go build ./testdata/caddy (in %s): %v\n%s", root, err, out)
 	}
 	return nil
 }
 
+// moduleRoot is the folder of the caddytest module (the go.mod nearest above the
+// working directory): the harness runs with `go run ./load` from there, and
+// testdata/caddy is built in that module, the one that requires the plugin.
 func moduleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
@@ -79,7 +82,7 @@ func moduleRoot() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("run the harness from inside the repository (no go.mod found above the working directory)")
+			return "", errors.New("run the harness from the caddytest folder: cd caddytest && go run ./load (no go.mod found above the working directory)")
 		}
 		dir = parent
 	}
