@@ -223,7 +223,7 @@ func (r control) RemoveVisitor(ctx context.Context, rawID string) error {
 func (r control) Reset(ctx context.Context) error { return apiError(r.reset(ctx)) }
 
 // Patch applies a JSON document of runtime changes: {"capacity": 20} sets a value,
-// {"capacity": null} restores the configured one. queue.Unknown fields and bad values are
+// {"capacity": null} restores the configured one. Unknown fields and bad values are
 // an *inputError, and then nothing changes.
 func (r control) patch(ctx context.Context, body []byte) (roomInfo, error) {
 	var fields map[string]json.RawMessage

@@ -149,7 +149,7 @@ func TestCapacityThenQueueInArrivalOrder(t *testing.T) {
 			t.Fatalf("visitor %d has position %d, want %d", i+4, v.Position, i+1)
 		}
 	}
-	// queue.Admitted visitors keep passing on their cookie.
+	// Admitted visitors keep passing on their cookie.
 	if w, _ := tr.visit(cookies[0], ""); w.Body.String() != "upstream" {
 		t.Fatal("an admitted visitor was stopped on the next request")
 	}

@@ -70,7 +70,7 @@ type Handler struct {
 
 	// Fail says what happens to new visitors while the store cannot be reached: "open"
 	// lets them through, "closed" shows the waiting page as temporarily unavailable.
-	// queue.Admitted visitors keep passing either way (their cookie is verified locally).
+	// Admitted visitors keep passing either way (their cookie is verified locally).
 	// Default: open.
 	Fail string `json:"fail,omitempty"`
 
