@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 
@@ -53,7 +54,6 @@ func (a *Admin) Routes() []caddy.AdminRoute {
 	// ServeMux's plain-text one.
 	for pattern, allowed := range map[string][]string{
 		"/waiting_room/{$}":                  {http.MethodGet},
-		"/waiting_room/dashboard":            {http.MethodGet},
 		"/waiting_room/{room}":               {http.MethodGet, http.MethodPatch},
 		"/waiting_room/{room}/admit":         {http.MethodPost},
 		"/waiting_room/{room}/reset":         {http.MethodPost},
@@ -61,6 +61,9 @@ func (a *Admin) Routes() []caddy.AdminRoute {
 		"/waiting_room/{room}/visitors/{id}": {http.MethodDelete},
 	} {
 		mux.Handle(pattern, handle(func(w http.ResponseWriter, r *http.Request) error {
+			if r.PathValue("room") == "dashboard" && r.PathValue("id") == "" && !strings.Contains(pattern, "}/") {
+				allowed = []string{http.MethodGet} // no room has the dashboard's name
+			}
 			return methodNotAllowed(r, allowed...)
 		}))
 	}
@@ -70,6 +73,10 @@ func (a *Admin) Routes() []caddy.AdminRoute {
 	serve := caddy.AdminHandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		if r.URL.Path == "/waiting_room" {
 			r.URL.Path = "/waiting_room/"
+		}
+		if p := r.URL.Path; path.Clean(p) != strings.TrimSuffix(p, "/") {
+			// ServeMux would redirect to the cleaned path: an API names no such thing.
+			return apiError(http.StatusNotFound, fmt.Errorf("no such resource: %s", p))
 		}
 		var res result
 		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), resultKey{}, &res)))

@@ -1,0 +1,48 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
+)
+
+// A room's name is one path segment, whatever it holds: a name with a slash is reached
+// through %2F, and a name that looks like a route of its own is still the room.
+func TestRoomNamesAreOnePathSegment(t *testing.T) {
+	for _, name := range []string{"a/b", "admit", "visitors", "x y"} {
+		h := &waitingroom.Handler{Name: name, Capacity: 1}
+		ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+		if err := h.Provision(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest(http.MethodGet, "http://localhost:2019/waiting_room/"+url.PathEscape(name), nil)
+		w := httptest.NewRecorder()
+		if err := adminRoutes.ServeHTTP(w, r); err != nil {
+			t.Fatalf("room %q: %v", name, err)
+		}
+		var info struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &info); err != nil || info.Name != name {
+			t.Fatalf("room %q answered %d %s", name, w.Code, w.Body)
+		}
+		cancel()
+		_ = h.Cleanup()
+	}
+}
+
+// The dashboard's name is refused for a room, at validate: its path would be the
+// dashboard's.
+func TestDashboardIsNoRoomName(t *testing.T) {
+	h := &waitingroom.Handler{Name: "dashboard", Capacity: 1}
+	if err := h.Validate(); err == nil {
+		t.Fatal("a room named dashboard was accepted")
+	}
+}
