@@ -12,9 +12,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testalloc"
 )
 
 // The fuzz targets of this package. Each has a seed corpus under testdata/fuzz/<name>/,
@@ -57,29 +54,6 @@ func FuzzUnmarshalCaddyfile(f *testing.F) {
 		}
 		if err := h.Validate(); err != nil {
 			t.Fatalf("the Caddyfile parsed but the result is invalid: %v\nparsed: %+v", err, h)
-		}
-	})
-}
-
-// prefersJSON never panics, allocates in proportion to the header, and never picks JSON
-// for a header that does not ask for it.
-func FuzzPrefersJSON(f *testing.F) {
-	for _, s := range []string{
-		"", "*/*", "application/json", "text/html,application/xhtml+xml,*/*;q=0.8",
-		"application/json;q=0.1, text/html", "application/json;q=bogus", "application/json;q=NaN",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, accept string) {
-		got := page.PrefersJSON(accept)
-		// Lower-casing a media type (a byte may become three) and the error of an
-		// unreadable q are the only allocations: memory in proportion to the header.
-		if n, limit := testalloc.Bytes(func() { page.PrefersJSON(accept) }), 1024+16*len(accept); n > float64(limit) {
-			t.Errorf("prefersJSON of a %d-byte header allocated %v bytes (limit %d)", len(accept), n, limit)
-		}
-		lower := strings.ToLower(accept)
-		if got && !strings.Contains(lower, "application/json") && !strings.Contains(lower, "application/*") {
-			t.Fatalf("page.PrefersJSON(%q) = true without asking for JSON", accept)
 		}
 	})
 }

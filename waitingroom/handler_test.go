@@ -317,27 +317,6 @@ func TestConcurrentVisitorsNeverExceedCapacity(t *testing.T) {
 	}
 }
 
-func TestPrefersJSON(t *testing.T) {
-	tests := []struct {
-		accept string
-		json   bool
-	}{
-		{"", false},
-		{"*/*", false},
-		{"application/json", true},
-		{"application/json, text/plain, */*", true},
-		{"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", false},
-		{"text/html;q=0.5, application/json", true},
-		{"application/json;q=0.1, text/html", false},
-		{"application/json;q=bogus", true},
-	}
-	for _, tt := range tests {
-		if got := page.PrefersJSON(tt.accept); got != tt.json {
-			t.Errorf("page.PrefersJSON(%q) = %v, want %v", tt.accept, got, tt.json)
-		}
-	}
-}
-
 // `lang` fixes the page's language whatever the browser asks for; unknown tags are
 // refused at adapt.
 func TestLangOverride(t *testing.T) {

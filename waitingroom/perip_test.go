@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/coder/websocket"
@@ -70,7 +71,7 @@ func TestMaxConnectionsPerIP(t *testing.T) {
 	dial := func() (*websocket.Conn, *http.Response, error) {
 		_, cookie := tr.visit("", "application/json")
 		return websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{
-			Subprotocols: []string{subprotocol},
+			Subprotocols: []string{push.Subprotocol},
 			HTTPHeader:   http.Header{"Cookie": {tr.h.Cookie.Name + "=" + cookie}},
 		})
 	}

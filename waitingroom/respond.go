@@ -3,20 +3,29 @@ package waitingroom
 import (
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 // rejectRetryAfter is when a turned-away visitor is told to come back.
 const rejectRetryAfter = 60
 
-// queuedView is the waiter at position's page.View, from the counters the room loop keeps.
+// queuedView is what the waiter at position is told, from the counters the room loop
+// keeps.
 func (h *Handler) queuedView(position int, p policy) page.View {
+	return h.teller(p)(position)
+}
+
+// teller returns what a waiter is told under policy p, by position: the counters and
+// the throughput are read once, so the hub can build thousands of views per round
+// without touching the estimator each time.
+func (h *Handler) teller(p policy) func(position int) page.View {
+	st := h.room.stats.Load()
 	rate, known := h.throughput(p)
-	return h.viewAt(position, h.room.stats.Load(), rate, known, p)
+	return func(position int) page.View { return h.viewAt(position, st, rate, known, p) }
 }
 
 // throughput is the admissions per second a wait is estimated with: what the room
@@ -30,8 +39,8 @@ func (h *Handler) throughput(p policy) (float64, bool) {
 	return rate, known
 }
 
-// viewAt builds a waiter's page.View from counters and a throughput read once, so the hub
-// can build thousands of views per round without touching the estimator each time.
+// viewAt builds what the waiter at position is told from counters and a throughput
+// read once (see teller).
 func (h *Handler) viewAt(position int, st *queue.Stats, rate float64, rateKnown bool, p policy) page.View {
 	v := page.View{
 		Room:           h.Name,
@@ -65,11 +74,25 @@ func (h *Handler) refreshSeconds() int {
 
 // serveQueued answers a waiter: the WebSocket, JSON or the waiting page.
 func (h *Handler) serveQueued(w http.ResponseWriter, r *http.Request, id queue.VisitorID, st queue.Status, p policy) error {
-	if isWaitingSocket(r) {
-		return h.room.hub.serve(w, r, id, st)
+	if push.IsWaitingSocket(r) {
+		return h.serveSocket(w, r, id, st)
 	}
 	v := h.queuedView(st.Position, p)
 	return h.respond(w, r, h.StatusCode, v)
+}
+
+// serveSocket hands a waiter's WebSocket to the room's hub, within the per-address
+// cap on open sockets.
+func (h *Handler) serveSocket(w http.ResponseWriter, r *http.Request, id queue.VisitorID, st queue.Status) error {
+	var release func()
+	if cap := h.PerIP; cap != nil && cap.MaxConnections > 0 {
+		addr := clientAddr(r)
+		if !h.room.ips.openConn(addr, cap.MaxConnections) {
+			return tooMany(w, time.Duration(h.refreshSeconds())*time.Second)
+		}
+		release = func() { h.room.ips.closeConn(addr) }
+	}
+	return h.room.hub.Serve(w, r, id, st, release)
 }
 
 // serveUnavailable answers a new visitor while the store is down and the room fails
@@ -107,22 +130,6 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, code int, v pa
 		return err
 	}
 	return h.writePage(w, r, code, v)
-}
-
-// isWaitingSocket reports whether r is the waiting page's WebSocket upgrade (and not,
-// say, the site's own WebSocket, which the room passes on like any request).
-func isWaitingSocket(r *http.Request) bool {
-	if r.Method != http.MethodGet || !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-		return false
-	}
-	for _, line := range r.Header.Values("Sec-WebSocket-Protocol") {
-		for p := range strings.SplitSeq(line, ",") {
-			if strings.TrimSpace(p) == subprotocol {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // field is a response header field.

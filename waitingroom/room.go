@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 	"github.com/caddyserver/caddy/v2"
@@ -26,7 +28,7 @@ type room struct {
 	stats     atomic.Pointer[queue.Stats]   // last counters the loop read
 	overrides atomic.Pointer[overrides]     // last runtime settings the loop read
 	est       *queue.Estimator
-	hub       *hub
+	hub       *push.Hub
 	ips       *ipCounters
 	metrics   *roomMetrics
 
@@ -65,7 +67,7 @@ func newRoom(h *Handler, secrets [][]byte, m *roomMetrics) *room {
 	if secrets != nil {
 		rm.keys.Store(token.NewKeyring(h.Name, secrets))
 	}
-	rm.hub = newHub(rm)
+	rm.hub = push.New(rm, rm.store, min(time.Duration(h.QueueTTL)/3, 10*time.Second))
 	return rm
 }
 
@@ -76,14 +78,14 @@ func (rm *room) start(ctx caddy.Context) {
 	rm.tick(c) // agree on a secret and read the counters before the first request
 	rm.wg.Add(2)
 	go func() { defer rm.wg.Done(); rm.run(c) }()
-	go func() { defer rm.wg.Done(); rm.hub.run(c) }()
+	go func() { defer rm.wg.Done(); rm.hub.Run(c) }()
 }
 
 func (rm *room) stop() {
 	if rm.cancel != nil {
 		rm.cancel()
 	}
-	rm.hub.closeAll()
+	rm.hub.CloseAll()
 	rm.wg.Wait()
 }
 
@@ -238,3 +240,25 @@ func (rm *room) storeError(op string, err error) {
 		zap.String("fail", rm.h.Fail),
 		zap.Error(err))
 }
+
+// The room as its hub sees it (push.Room).
+
+// Now is the room's clock.
+func (rm *room) Now() time.Time { return rm.h.clock.Now() }
+
+// Teller is what the room's waiters are told at now.
+func (rm *room) Teller(now time.Time) func(position int) page.View {
+	return rm.h.teller(rm.h.policyAt(now))
+}
+
+// Left frees the place of a waiter who left from the page, and counts them.
+func (rm *room) Left(id queue.VisitorID) {
+	rm.kick()
+	rm.metrics.abandoned.Inc()
+	if ce := rm.logger.Check(zap.DebugLevel, "waiter left the queue"); ce != nil {
+		ce.Write(zap.String("room", rm.h.Name), zap.Stringer("visitor", id))
+	}
+}
+
+// StoreError logs a failed store call of the hub's.
+func (rm *room) StoreError(op string, err error) { rm.storeError(op, err) }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -54,8 +55,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 					rm.metrics.wait.Observe(now.Sub(tok.Since).Seconds())
 				}
 				h.admit(w, r, keys, tok.ID, now, now)
-				if isWaitingSocket(r) {
-					return rm.hub.serveAdmitted(w, r)
+				if push.IsWaitingSocket(r) {
+					return rm.hub.ServeAdmitted(w, r)
 				}
 				return h.passAdmitted(w, r, next, tok.ID)
 			case queue.Queued:

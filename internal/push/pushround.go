@@ -1,4 +1,4 @@
-package waitingroom
+package push
 
 import (
 	"cmp"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
@@ -58,7 +59,7 @@ type roundWaiter struct {
 // collect lists the hub's waiters in line order (by ticket), which puts the head of
 // the line first. The list is made again only when waiters came, went or were
 // reticketed: a line that waits quietly is listed once.
-func (p *pushRound) collect(hb *hub) {
+func (p *pushRound) collect(hb *Hub) {
 	hb.mu.Lock()
 	if !hb.changed {
 		hb.mu.Unlock()
@@ -90,7 +91,7 @@ func (p *pushRound) collect(hb *hub) {
 // everyone at once was a hundred store calls that held up the pushes of that round.
 // A round beats at most twice its fair share, so a crowd that arrived together
 // spreads out after one interval, and no beat is later than half an interval.
-func (p *pushRound) heartbeat(ctx context.Context, hb *hub, now time.Time, every time.Duration) {
+func (p *pushRound) heartbeat(ctx context.Context, hb *Hub, now time.Time, every time.Duration) {
 	wall := time.Now()
 	limit := len(p.waiters)
 	if rounds := int(every / pushEvery); rounds > 2 {
@@ -109,8 +110,8 @@ func (p *pushRound) heartbeat(ctx context.Context, hb *hub, now time.Time, every
 	hb.mu.Unlock()
 	for i := 0; i < len(p.beats); i += heartbeatBatch {
 		batch := p.beats[i:min(i+heartbeatBatch, len(p.beats))]
-		if err := hb.rm.store.Heartbeat(ctx, batch, now); err != nil {
-			hb.rm.storeError("heartbeat", err)
+		if err := hb.store.Heartbeat(ctx, batch, now); err != nil {
+			hb.room.StoreError("heartbeat", err)
 			return // the rest are still due, and are beaten next round
 		}
 		hb.beaten(batch, wall)
@@ -124,9 +125,9 @@ func (p *pushRound) heartbeat(ctx context.Context, hb *hub, now time.Time, every
 // answers: on a busy machine a store call can take a good part of a second, and the
 // resends owed meanwhile must not wait for it. It uses the round's lists, which the
 // loop leaves alone until fetch returns; the loop then applies the answer.
-func (p *pushRound) fetch(ctx context.Context, hb *hub, now time.Time, heartbeatEvery time.Duration) error {
+func (p *pushRound) fetch(ctx context.Context, hb *Hub, now time.Time, heartbeatEvery time.Duration) error {
 	p.heartbeat(ctx, hb, now, heartbeatEvery)
-	if err := hb.rm.store.Positions(ctx, p.tickets, p.positions); err != nil {
+	if err := hb.store.Positions(ctx, p.tickets, p.positions); err != nil {
 		return err
 	}
 	p.settled = p.settled[:0]
@@ -134,9 +135,9 @@ func (p *pushRound) fetch(ctx context.Context, hb *hub, now time.Time, heartbeat
 		if p.positions[i] > 0 {
 			continue
 		}
-		status, err := hb.rm.store.Status(ctx, w.id, now)
+		status, err := hb.store.Status(ctx, w.id, now)
 		if err != nil {
-			hb.rm.storeError("status", err)
+			hb.room.StoreError("status", err)
 			continue // settled at a later round
 		}
 		p.settled = append(p.settled, settled{i, status})
@@ -146,7 +147,7 @@ func (p *pushRound) fetch(ctx context.Context, hb *hub, now time.Time, heartbeat
 
 // apply offers every listed socket its position (see socket.due), and ends the sockets
 // of waiters who were admitted or lost their place.
-func (p *pushRound) apply(hb *hub, now time.Time) {
+func (p *pushRound) apply(hb *Hub, now time.Time) {
 	p.answered = now
 	o := p.figures(hb, now)
 	next := 0 // into p.settled, which is in list order
@@ -179,7 +180,7 @@ func (p *pushRound) apply(hb *hub, now time.Time) {
 // front, and a tick costs what it resends, not a look at every waiter: the hub ticks
 // often (resendEvery), so that a resend goes out close to when it is owed and the
 // writes of a second spread over it instead of coming in a few bursts.
-func (p *pushRound) resendDue(hb *hub, now time.Time) {
+func (p *pushRound) resendDue(hb *Hub, now time.Time) {
 	if p.answered.IsZero() || now.Sub(p.answered) > staleAfter {
 		// The store has not answered for a while: no position is known to be true, and
 		// the waiters hear nothing until it does.
@@ -198,7 +199,7 @@ func (p *pushRound) resendDue(hb *hub, now time.Time) {
 		if r.s.gone.Load() || !r.s.lastOffered.Equal(r.at) {
 			continue // closed, or written to since: a later entry stands for it
 		}
-		if o.h == nil {
+		if o.tell == nil {
 			o = p.figures(hb, now)
 		}
 		p.offer(&o, r.s, r.s.knownPosition) // the latest, which a busy line may not have told yet
@@ -212,24 +213,17 @@ func (p *pushRound) resendDue(hb *hub, now time.Time) {
 
 // figures are what every message of one tick carries besides its position.
 type figures struct {
-	h         *Handler
-	now       time.Time
-	st        *queue.Stats
-	pol       policy
-	rate      float64
-	rateKnown bool
+	now  time.Time
+	tell func(position int) page.View
 }
 
-func (p *pushRound) figures(hb *hub, now time.Time) figures {
-	h := hb.rm.h
-	pol := h.policyAt(now)
-	rate, known := h.throughput(pol)
+func (p *pushRound) figures(hb *Hub, now time.Time) figures {
 	p.framedAt = 0
-	return figures{h: h, now: now, st: hb.rm.stats.Load(), pol: pol, rate: rate, rateKnown: known}
+	return figures{now: now, tell: hb.room.Teller(now)}
 }
 
 // offerAll offers position to every socket of a waiter.
-func (p *pushRound) offerAll(hb *hub, o *figures, ws *waiterSockets, position int) {
+func (p *pushRound) offerAll(hb *Hub, o *figures, ws *waiterSockets, position int) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	for _, s := range ws.sockets {
@@ -245,7 +239,7 @@ func (p *pushRound) offer(o *figures, s *socket, position int) {
 		return
 	}
 	if p.framedAt != position {
-		v := o.h.viewAt(position, o.st, o.rate, o.rateKnown, o.pol)
+		v := o.tell(position)
 		v.Type = "position"
 		p.frame, p.framedAt = appendFrame(&v, p.frame[:0]), position
 	}

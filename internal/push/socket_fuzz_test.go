@@ -1,18 +1,15 @@
-package waitingroom
+package push
 
 import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/coder/websocket"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // What a waiting page's WebSocket client sends is decoded inline in readClient, so the
@@ -30,42 +27,27 @@ func FuzzClientMessage(f *testing.F) {
 	f.Add([]byte(`{"type":"leave"}`), true)
 
 	tr := newTestRoom(f, 1)
-	tr.visit("", "") // the only slot is taken and, with the clock standing still, stays taken
-	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = tr.h.ServeHTTP(w, r, next)
-	}))
-	f.Cleanup(srv.Close)
+	tr.join() // the only slot is taken and, with the clock standing still, stays taken
+	srv := serveRoom(f, tr, nil)
 	wsURL := "ws" + strings.TrimPrefix(srv.URL, "http")
-	keys := tr.h.room.keys.Load()
 	ctx := context.Background()
 
 	f.Fuzz(func(t *testing.T, msg []byte, binary bool) {
-		// Not tr.visit: the test room's helpers report to the F, not to this run's T.
-		r := httptest.NewRequest(http.MethodGet, "http://shop.example/", nil)
-		r.Header.Set("Accept", "application/json")
-		w := httptest.NewRecorder()
-		if err := tr.h.ServeHTTP(w, r, next); err != nil {
-			t.Fatal(err)
+		// Not tr.join: the test room's helpers report to the F, not to this run's T.
+		id := queue.NewVisitorID()
+		if st, err := tr.store.Join(ctx, id, tr.Now(), tr.lim); err != nil || st.State != queue.Queued {
+			t.Fatalf("a new visitor to a full room: %+v %v", st, err)
 		}
-		var cookie string
-		for _, c := range w.Result().Cookies() {
-			if c.Name == tr.h.Cookie.Name {
-				cookie = c.Value
-			}
-		}
-		tok, ok := keys.Open(cookie, tr.clock.Now())
-		if !ok || tok.State != queue.Queued {
-			t.Fatalf("a new visitor to a full room got cookie %q", cookie)
-		}
-		defer func() { _, _ = tr.h.store.Leave(ctx, tok.ID) }() // keep the queue short
-		before, _ := tr.h.store.Status(ctx, tok.ID, tr.clock.Now())
+		cookie := id.String()
+		tok := struct{ ID queue.VisitorID }{id}
+		defer func() { _, _ = tr.store.Leave(ctx, tok.ID) }() // keep the queue short
+		before, _ := tr.store.Status(ctx, tok.ID, tr.Now())
 
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		c, _, err := websocket.Dial(dctx, wsURL, &websocket.DialOptions{
-			Subprotocols: []string{subprotocol},
-			HTTPHeader:   http.Header{"Cookie": {tr.h.Cookie.Name + "=" + cookie}},
+			Subprotocols: []string{Subprotocol},
+			HTTPHeader:   http.Header{"Cookie": {cookieName + "=" + cookie}},
 		})
 		if err != nil {
 			t.Fatalf("dial: %v", err)
@@ -79,7 +61,7 @@ func FuzzClientMessage(f *testing.F) {
 		// message, so once Close returns the message has had its effect.
 		_ = c.Close(websocket.StatusNormalClosure, "")
 
-		after, _ := tr.h.store.Status(ctx, tok.ID, tr.clock.Now())
+		after, _ := tr.store.Status(ctx, tok.ID, tr.Now())
 		if isLeave(msg) {
 			if after.State != queue.Unknown {
 				t.Fatalf("a waiter that sent %q still holds %+v", msg, after)
@@ -106,8 +88,8 @@ func isLeave(msg []byte) bool {
 // before the server closes the socket (a page, or a script, may repeat itself).
 func TestLeaveMessagesCountOnce(t *testing.T) {
 	tr := newTestRoom(t, 1)
-	tr.visit("", "")
-	_, cookie := tr.visit("", "application/json")
+	tr.join()
+	cookie := tr.join()
 	srv := serveRoom(t, tr, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -119,13 +101,20 @@ func TestLeaveMessagesCountOnce(t *testing.T) {
 	}
 	_ = c.Close(websocket.StatusNormalClosure, "")
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(tr.h.room.metrics.abandoned)
-	families, err := reg.Gather()
-	if err != nil || len(families) != 1 || len(families[0].GetMetric()) != 1 {
-		t.Fatalf("reading the abandoned counter: %v %v", families, err)
+	// The server reads in order: once the socket is gone from the hub, every leave it
+	// will ever read has been read.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		tr.hub.mu.Lock()
+		n := len(tr.hub.waiters)
+		tr.hub.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the socket of a waiter who left is still in the hub")
+		}
 	}
-	if n := families[0].GetMetric()[0].GetCounter().GetValue(); n != 1 {
-		t.Fatalf("one waiter leaving was counted as %v abandonments", n)
+	if n := tr.left.Load(); n != 1 {
+		t.Fatalf("one waiter leaving was told to the room %d times", n)
 	}
 }

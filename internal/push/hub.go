@@ -1,19 +1,23 @@
-package waitingroom
+package push
 
 import (
 	"context"
 	"sync"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
-// hub holds this instance's waiting WebSockets and keeps them told: positions on a
-// short period (computed for all local waiters in one store call, so the cost does not
-// grow into one store command per waiter), admission as soon as the store announces it,
-// and their liveness (a connected waiter keeps the place without polling).
-type hub struct {
-	rm *room
+// Hub holds this instance's waiting WebSockets of one room and keeps them told:
+// positions on a short period (computed for all local waiters in one store call, so
+// the cost does not grow into one store command per waiter), admission as soon as the
+// store announces it, and their liveness (a connected waiter keeps the place without
+// polling).
+type Hub struct {
+	room           Room
+	store          queue.Store
+	heartbeatEvery time.Duration
 
 	mu      sync.Mutex
 	waiters map[queue.VisitorID]*waiterSockets
@@ -28,12 +32,29 @@ type waiterSockets struct {
 	beatAt  time.Time // when the store last heard of the waiter from this hub (wall clock)
 }
 
-func newHub(rm *room) *hub {
-	return &hub{rm: rm, waiters: make(map[queue.VisitorID]*waiterSockets)}
+// Room is what a hub needs of the room whose waiters it holds.
+type Room interface {
+	// Now is the room's clock (tests inject their own).
+	Now() time.Time
+	// Teller returns what the waiter at a position is told at now. A push round asks
+	// for a teller once, and calls it once per position it frames, so what the view
+	// holds besides the position (people waiting, ETA) is read once per round.
+	Teller(now time.Time) func(position int) page.View
+	// Left is told of a waiter who gave up the place from the page, after the store
+	// let them go (once per waiter, however often the page says so).
+	Left(id queue.VisitorID)
+	// StoreError reports a store call that failed; the room logs it, rate-limited.
+	StoreError(op string, err error)
+}
+
+// New returns the hub of room over store. A connected waiter is heard of (its place
+// kept alive in the store) at least every heartbeatEvery.
+func New(room Room, store queue.Store, heartbeatEvery time.Duration) *Hub {
+	return &Hub{room: room, store: store, heartbeatEvery: heartbeatEvery, waiters: make(map[queue.VisitorID]*waiterSockets)}
 }
 
 // add registers s for the waiter id; false when the hub is shutting down.
-func (hb *hub) add(id queue.VisitorID, ticket uint64, s *socket) bool {
+func (hb *Hub) add(id queue.VisitorID, ticket uint64, s *socket) bool {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	if hb.closed {
@@ -50,7 +71,7 @@ func (hb *hub) add(id queue.VisitorID, ticket uint64, s *socket) bool {
 	return true
 }
 
-func (hb *hub) remove(id queue.VisitorID, s *socket) {
+func (hb *Hub) remove(id queue.VisitorID, s *socket) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	ws := hb.waiters[id]
@@ -71,7 +92,7 @@ func (hb *hub) remove(id queue.VisitorID, s *socket) {
 }
 
 // each calls fn for every socket of id.
-func (hb *hub) each(id queue.VisitorID, fn func(*socket)) {
+func (hb *Hub) each(id queue.VisitorID, fn func(*socket)) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	if ws := hb.waiters[id]; ws != nil {
@@ -82,15 +103,15 @@ func (hb *hub) each(id queue.VisitorID, fn func(*socket)) {
 }
 
 // admitted is the store's announcement of admissions (from any instance).
-func (hb *hub) admitted(ids []queue.VisitorID) {
+func (hb *Hub) admitted(ids []queue.VisitorID) {
 	for _, id := range ids {
 		hb.each(id, (*socket).admit)
 	}
 }
 
-// closeAll ends every socket with a reconnect hint (the config is going away; the page
+// CloseAll ends every socket with a reconnect hint (the config is going away; the page
 // reconnects to the new one and keeps its place).
-func (hb *hub) closeAll() {
+func (hb *Hub) CloseAll() {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	hb.closed = true
@@ -101,16 +122,15 @@ func (hb *hub) closeAll() {
 	}
 }
 
-// run is the hub's loop. It ticks every resendEvery to resend what is owed, and every
+// Run is the hub's loop, until ctx ends. It ticks every resendEvery to resend what is owed, and every
 // pushEvery starts a round: the store is asked for everyone's position beside the
 // loop (fetch), and the answer is applied in the loop, so sockets are written to by
 // this goroutine alone (and by their own writers, see socket).
-func (hb *hub) run(ctx context.Context) {
-	cancel := hb.rm.store.Subscribe(hb.admitted)
+func (hb *Hub) Run(ctx context.Context) {
+	cancel := hb.store.Subscribe(hb.admitted)
 	defer cancel()
 	tick := time.NewTicker(resendEvery)
 	defer tick.Stop()
-	heartbeatEvery := min(time.Duration(hb.rm.h.QueueTTL)/3, 10*time.Second)
 	var p pushRound
 	fetched := make(chan error, 1)
 	fetching := false
@@ -121,15 +141,15 @@ func (hb *hub) run(ctx context.Context) {
 		case err := <-fetched:
 			fetching = false
 			if err != nil {
-				hb.rm.storeError("positions", err)
+				hb.room.StoreError("positions", err)
 				continue
 			}
-			p.apply(hb, hb.rm.h.clock.Now())
+			p.apply(hb, hb.room.Now())
 			continue
 		case <-tick.C:
 			ticks++
 		}
-		now := hb.rm.h.clock.Now()
+		now := hb.room.Now()
 		p.resendDue(hb, now)
 		if ticks%int(pushEvery/resendEvery) != 0 || fetching {
 			continue
@@ -139,12 +159,12 @@ func (hb *hub) run(ctx context.Context) {
 			continue
 		}
 		fetching = true
-		go func() { fetched <- p.fetch(ctx, hb, now, heartbeatEvery) }()
+		go func() { fetched <- p.fetch(ctx, hb, now, hb.heartbeatEvery) }()
 	}
 }
 
 // beaten records that ids were heard of at wall.
-func (hb *hub) beaten(ids []queue.VisitorID, wall time.Time) {
+func (hb *Hub) beaten(ids []queue.VisitorID, wall time.Time) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	for _, id := range ids {
@@ -155,7 +175,7 @@ func (hb *hub) beaten(ids []queue.VisitorID, wall time.Time) {
 }
 
 // retick records a waiter's new ticket after a lottery.
-func (hb *hub) retick(id queue.VisitorID, ticket uint64) {
+func (hb *Hub) retick(id queue.VisitorID, ticket uint64) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	if ws := hb.waiters[id]; ws != nil && ws.ticket != ticket {

@@ -1,4 +1,4 @@
-package waitingroom
+package push
 
 import (
 	"encoding/binary"

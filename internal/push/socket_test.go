@@ -1,4 +1,4 @@
-package waitingroom
+package push
 
 import (
 	"bufio"
@@ -17,7 +17,6 @@ import (
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/coder/websocket"
 )
 
@@ -81,7 +80,7 @@ func serverGoroutines(fn string) int {
 	count := 0
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
 		for line := range strings.SplitSeq(g, "\n") {
-			if strings.Contains(line, "waitingroom."+fn+"(") && !strings.HasPrefix(line, "created by ") {
+			if strings.Contains(line, "push."+fn+"(") && !strings.HasPrefix(line, "created by ") {
 				count++
 				break
 			}
@@ -98,7 +97,7 @@ func serverGoroutines(fn string) int {
 func TestIdleSocketsKeepOnlyTheirReader(t *testing.T) {
 	const waiters = 20
 	tr := newTestRoom(t, 1)
-	_, holder := tr.visit("", "")
+	holder := tr.join()
 	var returned atomic.Int64
 	srv := serveRoom(t, tr, func() { returned.Add(1) })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -106,7 +105,7 @@ func TestIdleSocketsKeepOnlyTheirReader(t *testing.T) {
 
 	var conns []*websocket.Conn
 	for i := range waiters {
-		_, cookie := tr.visit("", "application/json")
+		cookie := tr.join()
 		c := dialWaiter(ctx, t, tr, srv, cookie)
 		defer c.CloseNow()
 		if m := readView(ctx, t, c); m.Position != i+1 {
@@ -117,7 +116,7 @@ func TestIdleSocketsKeepOnlyTheirReader(t *testing.T) {
 	// The first position can reach the client a moment before its upgrade handler has
 	// returned (the writer goroutine sends it), so both counts are awaited, not read once.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		readers, writers, handlers := serverGoroutines("(*socket).read"), serverGoroutines("(*socket).write"), serverGoroutines("(*hub).serve")
+		readers, writers, handlers := serverGoroutines("(*socket).read"), serverGoroutines("(*socket).write"), serverGoroutines("(*Hub).Serve")
 		n := returned.Load()
 		if n == waiters && readers == waiters && writers == 0 && handlers == 0 {
 			break
@@ -140,7 +139,7 @@ func TestIdleSocketsKeepOnlyTheirReader(t *testing.T) {
 		}
 	}
 	// The holder goes: the new head is told at once.
-	left, err := tr.h.store.Leave(ctx, tokenID(t, tr, holder))
+	left, err := tr.store.Leave(ctx, visitorID(t, holder))
 	if err != nil || !left {
 		t.Fatalf("the holder did not leave: %v %v", left, err)
 	}
@@ -157,8 +156,8 @@ func TestIdleSocketsKeepOnlyTheirReader(t *testing.T) {
 // that message counts (here: a leave gives up the place).
 func TestMessageSentWithTheUpgradeIsRead(t *testing.T) {
 	tr := newTestRoom(t, 1)
-	tr.visit("", "")
-	_, cookie := tr.visit("", "application/json")
+	tr.join()
+	cookie := tr.join()
 	srv := serveRoom(t, tr, nil)
 
 	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
@@ -175,7 +174,7 @@ func TestMessageSentWithTheUpgradeIsRead(t *testing.T) {
 	}
 	request := fmt.Sprintf("GET / HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
 		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: %s\r\n"+
-		"Cookie: %s=%s\r\n\r\n", strings.TrimPrefix(srv.URL, "http://"), subprotocol, tr.h.Cookie.Name, cookie)
+		"Cookie: %s=%s\r\n\r\n", strings.TrimPrefix(srv.URL, "http://"), Subprotocol, cookieName, cookie)
 	if _, err := conn.Write(append([]byte(request), frame...)); err != nil { // one write: the frame arrives with the request
 		t.Fatal(err)
 	}
@@ -183,9 +182,9 @@ func TestMessageSentWithTheUpgradeIsRead(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
 		t.Fatalf("upgrade: %v %v", resp, err)
 	}
-	id := tokenID(t, tr, cookie)
+	id := visitorID(t, cookie)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		st, err := tr.h.store.Status(context.Background(), id, tr.clock.Now())
+		st, err := tr.store.Status(context.Background(), id, tr.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,35 +210,24 @@ func readView(ctx context.Context, t *testing.T, c *websocket.Conn) page.View {
 	return v
 }
 
-func tokenID(t *testing.T, tr *testRoom, cookie string) queue.VisitorID {
-	t.Helper()
-	tok, ok := tr.h.room.keys.Load().Open(cookie, tr.clock.Now())
-	if !ok {
-		t.Fatalf("cookie %q does not open", cookie)
-	}
-	return tok.ID
-}
-
 // A config going away (reload, stop) closes every waiting socket with 1012, which the
 // page takes as "reconnect": its place is kept. Idle sockets have no writer running;
 // the close must still go out.
 func TestCleanupTellsSocketsToReconnect(t *testing.T) {
 	tr := newTestRoom(t, 1)
-	tr.visit("", "")
+	tr.join()
 	srv := serveRoom(t, tr, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var conns []*websocket.Conn
 	for range 3 {
-		_, cookie := tr.visit("", "application/json")
+		cookie := tr.join()
 		c := dialWaiter(ctx, t, tr, srv, cookie)
 		defer c.CloseNow()
 		readView(ctx, t, c)
 		conns = append(conns, c)
 	}
-	if err := tr.h.Cleanup(); err != nil {
-		t.Fatal(err)
-	}
+	tr.hub.CloseAll()
 	for i, c := range conns {
 		for {
 			_, _, err := c.Read(ctx)
@@ -273,27 +261,12 @@ func TestStalledClientWriteGivesUp(t *testing.T) {
 	}
 }
 
-// serveRoom serves tr's handler (in front of an upstream that writes nothing) on a test
-// server closed with the test; returned, if not nil, is called as each request's
-// handler returns.
-func serveRoom(t *testing.T, tr *testRoom, returned func()) *httptest.Server {
-	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = tr.h.ServeHTTP(w, r, next)
-		if returned != nil {
-			returned()
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 // dialWaiter opens the waiting WebSocket of the waiter whose room cookie is cookie.
 func dialWaiter(ctx context.Context, t *testing.T, tr *testRoom, srv *httptest.Server, cookie string) *websocket.Conn {
 	t.Helper()
 	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{
-		Subprotocols: []string{subprotocol},
-		HTTPHeader:   http.Header{"Cookie": {tr.h.Cookie.Name + "=" + cookie}},
+		Subprotocols: []string{Subprotocol},
+		HTTPHeader:   http.Header{"Cookie": {cookieName + "=" + cookie}},
 	})
 	if err != nil {
 		t.Fatal(err)

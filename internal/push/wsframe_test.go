@@ -1,4 +1,4 @@
-package waitingroom
+package push
 
 import (
 	"bytes"
@@ -49,15 +49,15 @@ func TestTextFrameHeader(t *testing.T) {
 func onlySocket(t *testing.T, tr *testRoom) *socket {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		tr.h.room.hub.mu.Lock()
-		for _, ws := range tr.h.room.hub.waiters {
+		tr.hub.mu.Lock()
+		for _, ws := range tr.hub.waiters {
 			if len(ws.sockets) == 1 {
 				s := ws.sockets[0]
-				tr.h.room.hub.mu.Unlock()
+				tr.hub.mu.Unlock()
 				return s
 			}
 		}
-		tr.h.room.hub.mu.Unlock()
+		tr.hub.mu.Unlock()
 	}
 	t.Fatal("no socket in the hub")
 	return nil
@@ -68,8 +68,8 @@ func onlySocket(t *testing.T, tr *testRoom) *socket {
 func connectedWaiter(t *testing.T, within time.Duration) (context.Context, *websocket.Conn, *socket) {
 	t.Helper()
 	tr := newTestRoom(t, 1)
-	tr.visit("", "")
-	_, cookie := tr.visit("", "application/json")
+	tr.join()
+	cookie := tr.join()
 	srv := serveRoom(t, tr, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	t.Cleanup(cancel)
@@ -197,17 +197,17 @@ func TestLibraryFramesAndPushedFramesDoNotInterleave(t *testing.T) {
 // descriptor: the writer sends through the TLS connection, and the waiter hears.
 func TestSocketOverTLSIsWrittenThroughTheConnection(t *testing.T) {
 	tr := newTestRoom(t, 1)
-	tr.visit("", "")
-	_, cookie := tr.visit("", "application/json")
+	tr.join()
+	cookie := tr.join()
 	srv := httptest.NewUnstartedServer(serveRoom(t, tr, nil).Config.Handler)
 	srv.StartTLS()
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, _, err := websocket.Dial(ctx, "wss"+strings.TrimPrefix(srv.URL, "https"), &websocket.DialOptions{
-		Subprotocols: []string{subprotocol},
+		Subprotocols: []string{Subprotocol},
 		HTTPClient:   srv.Client(),
-		HTTPHeader:   map[string][]string{"Cookie": {tr.h.Cookie.Name + "=" + cookie}},
+		HTTPHeader:   map[string][]string{"Cookie": {cookieName + "=" + cookie}},
 	})
 	if err != nil {
 		t.Fatal(err)

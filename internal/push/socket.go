@@ -1,4 +1,4 @@
-package waitingroom
+package push
 
 import (
 	"bufio"
@@ -15,12 +15,11 @@ import (
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/coder/websocket"
-	"go.uber.org/zap"
 )
 
-// subprotocol is the WebSocket subprotocol of the waiting page. The room takes over only
+// Subprotocol is the WebSocket Subprotocol of the waiting page. The room takes over only
 // upgrades that ask for it, so a site's own WebSockets pass through untouched.
-const subprotocol = "waiting-room.v1"
+const Subprotocol = "waiting-room.v1"
 
 const (
 	// maxClientMessage bounds what a client may send; the only message is a short
@@ -57,7 +56,7 @@ var admittedMessage = []byte(`{"type":"admitted"}`)
 // reader, with a shallow stack: at 100,000 waiters, goroutines and their stacks are
 // most of the memory.
 type socket struct {
-	hb      *hub
+	hb      *Hub
 	c       *websocket.Conn
 	conn    net.Conn        // c's connection, for write deadlines
 	raw     syscall.RawConn // conn's descriptor when it is plain TCP, for push; else nil
@@ -226,22 +225,15 @@ func (s *socket) fail() {
 	s.c.CloseNow()
 }
 
-// serve upgrades a waiter's request and hands the socket to the hub. The handler
-// returns at once: the socket lives on in its reader goroutine (see socket), and the
-// request, its Caddy state and the deep stack that served it are not kept for the
-// hours a waiter may wait.
-func (hb *hub) serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID, st queue.Status) error {
-	var release func()
-	if cap := hb.rm.h.PerIP; cap != nil && cap.MaxConnections > 0 {
-		addr := clientAddr(r)
-		if !hb.rm.ips.openConn(addr, cap.MaxConnections) {
-			return tooMany(w, time.Duration(hb.rm.h.refreshSeconds())*time.Second)
-		}
-		release = func() { hb.rm.ips.closeConn(addr) }
-	}
+// Serve upgrades a waiter's request (one that IsWaitingSocket) and hands the socket
+// to the hub; release, if not nil, is called once the socket is over (a per-address
+// connection count, say). The handler returns at once: the socket lives on in its
+// reader goroutine (see socket), and the request, its Caddy state and the deep stack
+// that served it are not kept for the hours a waiter may wait.
+func (hb *Hub) Serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID, st queue.Status, release func()) error {
 	s := &socket{hb: hb, id: id, release: release}
 	sb := &smallBuffers{ResponseWriter: w, wire: &s.wire}
-	c, err := websocket.Accept(sb, r, &websocket.AcceptOptions{Subprotocols: []string{subprotocol}})
+	c, err := websocket.Accept(sb, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}})
 	if err != nil {
 		if release != nil {
 			release()
@@ -256,7 +248,7 @@ func (hb *hub) serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID,
 		return nil
 	}
 	// The first position goes out at once, not at the next push round.
-	v := hb.rm.h.queuedView(st.Position, hb.rm.h.policyAt(hb.rm.h.clock.Now()))
+	v := hb.room.Teller(hb.room.Now())(st.Position)
 	v.Type = "position"
 	s.push(appendFrame(&v, nil))
 	go s.read()
@@ -279,17 +271,13 @@ func (s *socket) read() {
 		if json.Unmarshal(data, &msg) != nil || msg.Type != "leave" {
 			continue // unknown messages are ignored, so the protocol can grow
 		}
-		left, err := hb.rm.store.Leave(context.Background(), s.id) // the store bounds every call
+		left, err := hb.store.Leave(context.Background(), s.id) // the store bounds every call
 		if err != nil {
-			hb.rm.storeError("leave", err)
+			hb.room.StoreError("leave", err)
 			continue
 		}
 		if left { // a repeated leave frees nothing and counts once
-			hb.rm.kick()
-			hb.rm.metrics.abandoned.Inc()
-			if ce := hb.rm.logger.Check(zap.DebugLevel, "waiter left the queue"); ce != nil {
-				ce.Write(zap.String("room", hb.rm.h.Name), zap.Stringer("visitor", s.id))
-			}
+			hb.room.Left(s.id)
 		}
 		// Other tabs of this waiter learn it at the next push round.
 		s.lose()
@@ -325,10 +313,10 @@ func (s *socket) sendHeld(frame []byte) bool {
 	return err == nil
 }
 
-// serveAdmitted answers the WebSocket of a waiter who was admitted while it was away:
+// ServeAdmitted answers the WebSocket of a waiter who was admitted while it was away:
 // it says so at once and closes.
-func (hb *hub) serveAdmitted(w http.ResponseWriter, r *http.Request) error {
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{subprotocol}})
+func (hb *Hub) ServeAdmitted(w http.ResponseWriter, r *http.Request) error {
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}})
 	if err != nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package waitingroom
+package push
 
 import (
 	"math/rand/v2"
@@ -13,7 +13,7 @@ import (
 // line changed: a waiter who came, one whose last tab closed, one reticketed by a
 // lottery. A list kept too long would offer positions to the gone and miss the new.
 func TestRoundListsTheLineInOrder(t *testing.T) {
-	hb := newHub(nil)
+	hb := New(nil, nil, 10*time.Second)
 	ids := make([]queue.VisitorID, 6)
 	sockets := make([]*socket, len(ids))
 	for i := range ids {
@@ -68,7 +68,7 @@ func TestRoundListsTheLineInOrder(t *testing.T) {
 // quarter tick late.
 func TestResendQueueWritesWhenOwedAndOnlyThen(t *testing.T) {
 	tr := newTestRoom(t, 1)
-	hb := newHub(tr.h.room)
+	hb := New(tr, tr.store, 10*time.Second)
 	const n = 50
 	sockets := make([]*socket, n)
 	for i := range sockets {
@@ -199,7 +199,7 @@ func TestResendQueueWritesWhenOwedAndOnlyThen(t *testing.T) {
 func TestAMovingLineIsToldWithinTheBudget(t *testing.T) {
 	tr := newTestRoom(t, 1)
 	for _, waiters := range []int{100, 5_000, 10_000, 17_000, 100_000} {
-		hb := newHub(tr.h.room)
+		hb := New(tr, tr.store, 10*time.Second)
 		s := &socket{hb: hb, id: queue.VisitorID{1}, done: true} // takes every push, writes nothing
 		hb.add(s.id, 1, s)
 		var p pushRound

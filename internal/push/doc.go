@@ -1,0 +1,17 @@
+// Package push keeps a room's waiting WebSockets told: the hub of one room on one
+// instance (hub.go), the push rounds that ask the store for every local waiter's
+// position in one call and resend what is owed (pushround.go), the sockets and their
+// writers (socket.go), and our own WebSocket text frames (wsframe.go). Every timing
+// constant is in timing.go.
+//
+// coder/websocket does the handshake, reads the client, answers pings and writes the
+// close; a push round writes positions itself, as one non-blocking write(2) of a frame
+// of our own onto the plain TCP descriptor, instead of through the library's writer
+// (a goroutine, two deadlines and the library's write path per message). Figure: the
+// load harness's ws section at 100,000 waiters, Caddy's CPU per message went from
+// 23-28 us to 17-22 us with it, nearly all of the rest being write(2) itself (go run
+// ./load -only ws, from caddytest/). Over TLS the bytes on the wire are not the
+// frame's, so TLS sockets always go through the connection (and the library's lock
+// on it, wireWriter). TestTextFrameHeader and TestLibraryFramesAndPushedFramesDoNotInterleave
+// hold our frames to coder/websocket's reader at the version in go.mod.
+package push

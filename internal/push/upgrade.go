@@ -1,0 +1,22 @@
+package push
+
+import (
+	"net/http"
+	"strings"
+)
+
+// IsWaitingSocket reports whether r is the waiting page's WebSocket upgrade (and not,
+// say, the site's own WebSocket, which the room passes on like any request).
+func IsWaitingSocket(r *http.Request) bool {
+	if r.Method != http.MethodGet || !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		return false
+	}
+	for _, line := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for p := range strings.SplitSeq(line, ",") {
+			if strings.TrimSpace(p) == Subprotocol {
+				return true
+			}
+		}
+	}
+	return false
+}
