@@ -29,7 +29,12 @@ type testRoom struct {
 
 const cookieName = "v"
 
-func newTestRoom(t testing.TB, capacity int) *testRoom {
+// newTestRoom is a room of capacity with its hub running.
+func newTestRoom(t testing.TB, capacity int) *testRoom { return newRoom(t, capacity, true) }
+
+// newRoom is a room of capacity; with running false, its hub holds sockets but runs
+// no rounds.
+func newRoom(t testing.TB, capacity int, running bool) *testRoom {
 	tr := &testRoom{
 		t:     t,
 		store: queue.NewMemoryStore(),
@@ -39,7 +44,11 @@ func newTestRoom(t testing.TB, capacity int) *testRoom {
 	tr.hub = New(tr, tr.store, 10*time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); tr.hub.Run(ctx) }()
+	if running {
+		go func() { defer close(done); tr.hub.Run(ctx) }()
+	} else {
+		close(done)
+	}
 	t.Cleanup(func() {
 		cancel()
 		tr.hub.CloseAll()

@@ -67,7 +67,9 @@ func onlySocket(t *testing.T, tr *testRoom) *socket {
 // returns the test's context (bounded by within), the client's end and the server's.
 func connectedWaiter(t *testing.T, within time.Duration) (context.Context, *websocket.Conn, *socket) {
 	t.Helper()
-	tr := newTestRoom(t, 1)
+	// No hub loop: its rounds would push positions of their own between the test's,
+	// and the latest of those, not the test's, is rightly what goes out last.
+	tr := newRoom(t, 1, false)
 	tr.join()
 	cookie := tr.join()
 	srv := serveRoom(t, tr, nil)
@@ -93,7 +95,7 @@ func readNumbered(ctx context.Context, c *websocket.Conn, last int) error {
 	for {
 		_, data, err := c.Read(ctx)
 		if err != nil {
-			return err
+			return fmt.Errorf("after message %d: %w", prev, err)
 		}
 		var v page.View
 		if err := json.Unmarshal(data, &v); err != nil {
