@@ -76,3 +76,17 @@ func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, e
 		wait:      metrics.wait.WithLabelValues(room),
 	}, nil
 }
+
+// deleteRoomMetrics drops the room's series from every collector. unregister calls it
+// when the last handler of that name in this process is cleaned up, so a room taken
+// out of the config stops exporting its last values. A reload that keeps the room
+// provisions the new handler before cleaning up the old one, so its series, counters
+// included, carry over. A handler still holding its children may go on updating them:
+// a deleted child is no longer exported and is not added back.
+func deleteRoomMetrics(room string) {
+	initMetrics()
+	for _, v := range []interface{ DeleteLabelValues(...string) bool }{metrics.active, metrics.waiting,
+		metrics.capacity, metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait} {
+		v.DeleteLabelValues(room)
+	}
+}

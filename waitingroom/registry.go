@@ -27,6 +27,7 @@ func unregister(h *Handler) {
 	hs := slices.DeleteFunc(registry.rooms[h.Name], func(x *Handler) bool { return x == h })
 	if len(hs) == 0 {
 		delete(registry.rooms, h.Name)
+		deleteRoomMetrics(h.Name)
 		return
 	}
 	registry.rooms[h.Name] = hs
