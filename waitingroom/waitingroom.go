@@ -29,7 +29,8 @@ func init() {
 // as slots free up. Visitors are told apart by a signed cookie that the server mints.
 type Handler struct {
 	// Name of the room. Required. Handlers with the same name (in one config, or on
-	// several Caddy instances sharing a store) are the same queue.
+	// several Caddy instances sharing a store) are the same queue. "dashboard" is
+	// refused: the admin API serves its dashboard at that room's path.
 	Name string `json:"name,omitempty"`
 
 	// Capacity is how many visitors may be admitted at once. Required, greater than 0.
