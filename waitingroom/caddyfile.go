@@ -6,14 +6,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
 func init() {

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
 func on() *bool  { v := true; return &v }

@@ -10,8 +10,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 // AdminRoom is a running room as the admin API sees and steers it: the one thing the

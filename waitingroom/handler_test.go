@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
 // fakeClock is a clock the test moves by hand.

@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // Line-jumping: nothing a client can put in a request gets it past a full room or

@@ -3,9 +3,10 @@ package waitingroom
 import (
 	"sync"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 func init() {

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/coder/websocket"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
 )
 
 // visitFrom is a new visitor's request from the given address.

@@ -8,9 +8,10 @@ import (
 	"math"
 	"time"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 // Rate is an admission rate limit: at most Count admissions in any window of Per.

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +17,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 func testGauge(t *testing.T, g prometheus.Gauge) float64 {

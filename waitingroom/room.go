@@ -8,12 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
-	"github.com/caddyserver/caddy/v2"
-	"go.uber.org/zap"
 )
 
 // room is the running side of one Handler: the admission loop, the cached counters, the

@@ -6,11 +6,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"go.uber.org/zap"
 )
 
 // ServeHTTP lets admitted visitors through and queues the rest.

@@ -11,12 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
 func init() {

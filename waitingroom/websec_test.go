@@ -10,8 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 // canary is in every hostile input below: whatever escaping an encoder might apply, a

@@ -10,8 +10,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/assets"
 	"golang.org/x/text/language"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/assets"
 )
 
 // defaultLang is the language every other one falls back to. Its file is the

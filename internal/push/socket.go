@@ -13,8 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/coder/websocket"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 // Subprotocol is the WebSocket Subprotocol of the waiting page. The room takes over only

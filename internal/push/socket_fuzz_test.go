@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/coder/websocket"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 // What a waiting page's WebSocket client sends is decoded inline in readClient, so the

@@ -15,9 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
-	"github.com/coder/websocket"
 )
 
 // A waiter whose position does not move still hears from the room at least every

@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/coder/websocket"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 )
 
 // A frame's header says what RFC 6455 says it must for every length a message of ours
