@@ -12,6 +12,7 @@
 //	go run ./load                 # every section, full scale
 //	go run ./load -quick          # every section, small scale (a smoke run)
 //	go run ./load -only http,ws   # some sections
+//	go run ./load -docs ../docs/performance.md   # and rewrite the manual's table
 //
 // It needs redis-server and wrk on PATH (Debian: redis-server, wrk).
 package main
@@ -37,7 +38,8 @@ type options struct {
 	duration  time.Duration // how long each wrk round runs
 	rounds    int           // interleaved wrk rounds; medians are reported
 	profiles  string        // a folder to write CPU and heap profiles into; none when empty
-	markdown  bool          // print the table as Markdown (for the README)
+	markdown  bool          // print the table as Markdown
+	docs      string        // a Markdown file whose table block the run rewrites; none when empty
 	keep      bool          // keep the run's folder (Caddyfiles, logs) instead of removing it
 }
 
@@ -69,6 +71,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 5, "interleaved wrk rounds (medians are reported)")
 	flag.StringVar(&o.profiles, "profiles", "", "folder to write CPU and heap profiles of the Caddy processes into")
 	flag.BoolVar(&o.markdown, "markdown", false, "print the table as Markdown")
+	flag.StringVar(&o.docs, "docs", "", "after a run with no failed section, write its table into this file between "+tableBegin+" and "+tableEnd+" (../docs/performance.md)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's folder (Caddyfiles and every process's log) and print its path")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./load (in caddytest/) [flags]\n\nsections:\n")
@@ -94,6 +97,12 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		os.Exit(1)
+	}
+	if o.docs != "" {
+		if err := writeDocs(o.docs, rows); err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+			os.Exit(1)
+		}
 	}
 }
 
