@@ -74,8 +74,9 @@ func (a *Admin) Routes() []caddy.AdminRoute {
 		if r.URL.Path == "/waiting_room" {
 			r.URL.Path = "/waiting_room/"
 		}
-		if p := r.URL.Path; path.Clean(p) != strings.TrimSuffix(p, "/") {
-			// ServeMux would redirect to the cleaned path: an API names no such thing.
+		if p := r.URL.Path; !strings.HasPrefix(p, "/waiting_room/") || path.Clean(p) != strings.TrimSuffix(p, "/") {
+			// ServeMux would redirect to the cleaned path, or answer in plain text: an
+			// API names no such thing.
 			return apiError(http.StatusNotFound, fmt.Errorf("no such resource: %s", p))
 		}
 		var res result
