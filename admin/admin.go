@@ -1,6 +1,7 @@
 // Package admin serves the waiting rooms on Caddy's admin endpoint (module
 // admin.api.waiting_room): see, steer and graph every room of this process without
-// editing the config. It holds no state; it reads rooms through waitingroom's registry.
+// editing the config. It holds no state: it reaches each room through
+// waitingroom.AdminRoom, looked up by name for every request.
 package admin
 
 import (
@@ -54,19 +55,21 @@ func (a *Admin) Routes() []caddy.AdminRoute {
 	// ServeMux's plain-text one.
 	for pattern, allowed := range map[string][]string{
 		"/waiting_room/{$}":                  {http.MethodGet},
-		"/waiting_room/{room}":               {http.MethodGet, http.MethodPatch},
 		"/waiting_room/{room}/admit":         {http.MethodPost},
 		"/waiting_room/{room}/reset":         {http.MethodPost},
 		"/waiting_room/{room}/preview":       {http.MethodGet},
 		"/waiting_room/{room}/visitors/{id}": {http.MethodDelete},
 	} {
 		mux.Handle(pattern, handle(func(w http.ResponseWriter, r *http.Request) error {
-			if r.PathValue("room") == "dashboard" && r.PathValue("id") == "" && !strings.Contains(pattern, "}/") {
-				allowed = []string{http.MethodGet} // no room has the dashboard's name
-			}
 			return methodNotAllowed(r, allowed...)
 		}))
 	}
+	mux.Handle("/waiting_room/{room}", handle(func(w http.ResponseWriter, r *http.Request) error {
+		if r.PathValue("room") == "dashboard" { // no room has the dashboard's name
+			return methodNotAllowed(r, http.MethodGet)
+		}
+		return methodNotAllowed(r, http.MethodGet, http.MethodPatch)
+	}))
 	mux.Handle("/waiting_room/", handle(func(w http.ResponseWriter, r *http.Request) error {
 		return apiError(http.StatusNotFound, fmt.Errorf("no such resource: %s", r.URL.Path))
 	}))
@@ -121,7 +124,13 @@ func (a *Admin) list(w http.ResponseWriter, r *http.Request) error {
 	for _, room := range waitingroom.Rooms() {
 		info, err := room.Info(r.Context())
 		if err != nil {
-			return fmt.Errorf("room %q: %w", room.Name(), err)
+			// Caddy reads the status off the error itself, not off what it wraps.
+			status := http.StatusServiceUnavailable
+			var apiErr caddy.APIError
+			if errors.As(err, &apiErr) {
+				status = apiErr.HTTPStatus
+			}
+			return apiError(status, fmt.Errorf("room %q: %w", room.Name(), err))
 		}
 		infos = append(infos, info)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
@@ -44,5 +45,29 @@ func TestDashboardIsNoRoomName(t *testing.T) {
 	h := &waitingroom.Handler{Name: "dashboard", Capacity: 1}
 	if err := h.Validate(); err == nil {
 		t.Fatal("a room named dashboard was accepted")
+	}
+}
+
+// A wrong method is a 405 naming the methods of that path: the dashboard's GET alone,
+// a room's GET and PATCH, whatever was asked before.
+func TestWrongMethodNamesThePathsMethods(t *testing.T) {
+	h := &waitingroom.Handler{Name: "methods", Capacity: 1}
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	if err := h.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Cleanup()
+	for _, tc := range []struct{ path, want string }{
+		{"/waiting_room/dashboard", "use GET"},
+		{"/waiting_room/methods", "use GET or PATCH"},
+		{"/waiting_room/dashboard", "use GET"},
+	} {
+		r := httptest.NewRequest(http.MethodPut, "http://localhost:2019"+tc.path, nil)
+		err := adminRoutes.ServeHTTP(httptest.NewRecorder(), r)
+		apiErr, ok := err.(caddy.APIError)
+		if !ok || apiErr.HTTPStatus != http.StatusMethodNotAllowed || !strings.HasSuffix(apiErr.Err.Error(), tc.want) {
+			t.Fatalf("PUT %s: %v, want a 405 ending %q", tc.path, err, tc.want)
+		}
 	}
 }
