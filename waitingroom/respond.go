@@ -14,9 +14,11 @@ import (
 const rejectRetryAfter = 60
 
 // queuedView is what the waiter at position is told, from the counters the room loop
-// keeps.
+// keeps. (Not through teller: a closure per answer is an allocation per queued
+// request.)
 func (h *Handler) queuedView(position int, p policy) page.View {
-	return h.teller(p)(position)
+	rate, known := h.throughput(p)
+	return h.viewAt(position, h.room.stats.Load(), rate, known, p)
 }
 
 // teller returns what a waiter is told under policy p, by position: the counters and

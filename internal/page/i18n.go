@@ -160,6 +160,9 @@ func (lm langMatcher) negotiate(acceptLanguage string) string {
 		if read++; read > maxLanguageRanges {
 			break
 		}
+		if strings.TrimSpace(item) == "" {
+			continue // x/text's error for an empty range is an allocation, for nothing
+		}
 		tags, qs, err := language.ParseAcceptLanguage(item)
 		if err != nil || len(tags) != 1 || !(qs[0] > 0 && qs[0] <= 1) {
 			continue // unreadable, excluded (q=0), or a weight no RFC allows (NaN, 1.5)
