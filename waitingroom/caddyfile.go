@@ -87,6 +87,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		switch sub {
 		case "name":
 			h.Name, err = oneArg(d)
+			if err == nil && h.Name == reservedName {
+				err = d.Errf("name %q is reserved: the admin API serves its dashboard at /waiting_room/%s", h.Name, reservedName)
+			}
 		case "capacity":
 			h.Capacity, err = positiveInt(d, "capacity")
 		case "rate":

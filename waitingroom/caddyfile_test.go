@@ -284,6 +284,12 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		line    int
 	}{
 		{
+			name:    "name dashboard",
+			input:   "waiting_room {\n capacity 1\n name dashboard\n}",
+			wantErr: `name "dashboard" is reserved`,
+			line:    3,
+		},
+		{
 			name:    "capacity 0",
 			input:   "waiting_room {\n name a\n capacity 0\n}",
 			wantErr: `capacity must be a whole number greater than 0, got "0"`,
