@@ -15,6 +15,12 @@ type View struct {
 	RefreshSeconds int    `json:"refresh_seconds"`
 	// StartsInSeconds counts down to a scheduled event's start, during its pre-queue only.
 	StartsInSeconds *int `json:"starts_in_seconds,omitempty"`
+	// AwayTTLSeconds is how long the place is kept for a waiter who goes quiet (a
+	// closed tab, a phone asleep): away_ttl, 0 when the place is lost at queue_ttl.
+	AwayTTLSeconds int `json:"away_ttl_seconds,omitempty"`
+	// Returned says the waiter had gone away and this answer brought them back to
+	// the place they kept (once: the answer that found them away).
+	Returned bool `json:"returned,omitempty"`
 
 	Prequeue bool `json:"-"` // for the page: the pre-queue's countdown
 	Lottery  bool `json:"-"` // for the page: the pre-queue ends in a draw

@@ -35,6 +35,12 @@ func (v *View) AppendJSON(dst []byte) []byte {
 	if v.StartsInSeconds != nil {
 		dst = appendJSONInt(dst, `,"starts_in_seconds":`, *v.StartsInSeconds)
 	}
+	if v.AwayTTLSeconds != 0 {
+		dst = appendJSONInt(dst, `,"away_ttl_seconds":`, v.AwayTTLSeconds)
+	}
+	if v.Returned {
+		dst = append(dst, `,"returned":true`...)
+	}
 	return append(dst, '}')
 }
 

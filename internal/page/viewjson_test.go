@@ -28,6 +28,8 @@ func TestViewJSONIsEncodingJSONs(t *testing.T) {
 			starts := num()
 			v.StartsInSeconds = &starts
 		}
+		v.AwayTTLSeconds = num()
+		v.Returned = rng.IntN(2) == 0
 		want, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
