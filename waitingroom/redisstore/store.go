@@ -42,6 +42,7 @@ func newRoomStore(shared *sharedClient, prefix, room string, timeout time.Durati
 		keys: []string{
 			base + "queue", base + "active", base + "meta",
 			base + "live", base + "heard", base + "heard_buckets", base + "rate",
+			base + "held", base + "away_buckets",
 		},
 		channel:   base + "admitted",
 		secret:    base + "secret",
@@ -66,14 +67,21 @@ func (s *roomStore) Status(ctx context.Context, id queue.VisitorID, now time.Tim
 	return toStatus(res)
 }
 
+// statusReply is how many numbers a script answers per visitor: state, ticket,
+// position, returned, active, waiting.
+const statusReply = 6
+
 func toStatus(res []int64) (queue.Status, error) {
-	if len(res) != 3 {
+	if len(res) != statusReply {
 		return queue.Status{}, fmt.Errorf("unexpected status reply %v", res)
 	}
 	return queue.Status{
 		State:    queue.State(res[0]),
 		Ticket:   uint64(res[1]),
 		Position: int(res[2]),
+		Returned: res[3] == 1,
+		Active:   int(res[4]),
+		Waiting:  int(res[5]),
 	}, nil
 }
 
@@ -129,7 +137,7 @@ func (s *roomStore) step(ctx context.Context, now time.Time, lim queue.Limits, f
 	}
 	res, err := s.run(ctx, stepScript, now.UnixMilli(), lim.Capacity,
 		lim.SessionTTL.Milliseconds(), lim.QueueTTL.Milliseconds(), s.channel, sweepBuckets, forced,
-		lim.Rate, lim.RatePer.Milliseconds(), seed, flag(lim.Hold)).Slice()
+		lim.Rate, lim.RatePer.Milliseconds(), seed, flag(lim.Hold), lim.AwayTTL.Milliseconds()).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return queue.StepResult{}, fmt.Errorf("admission step: %w", err)
 	}
@@ -249,10 +257,10 @@ func (s *roomStore) Stats(ctx context.Context) (queue.Stats, error) {
 	if err != nil {
 		return queue.Stats{}, fmt.Errorf("reading room counters: %w", err)
 	}
-	if len(res) != 3 {
+	if len(res) != 4 {
 		return queue.Stats{}, fmt.Errorf("reading room counters: unexpected reply %v", res)
 	}
-	return queue.Stats{Active: int(res[0]), Waiting: int(res[1]), AdmittedTotal: uint64(res[2])}, nil
+	return queue.Stats{Active: int(res[0]), Waiting: int(res[1]), AdmittedTotal: uint64(res[2]), Away: int(res[3])}, nil
 }
 
 // Secret stores the candidate unless a secret is there already (SET NX GET: one

@@ -393,3 +393,66 @@ func testAwayMatchesModel(t *testing.T, open Open) {
 		}
 	}
 }
+
+// Away and back across many heard buckets: half of a long queue goes quiet, the line
+// moves past them, and they come back first, in ticket order.
+func testAwayAcrossLongQueue(t *testing.T, open Open) {
+	r := newRoom(t, open)
+	lim := awayLimits(1)
+	lim.SessionTTL = time.Hour
+	r.fill(t0, lim)
+	const n = 3000
+	w, tk := r.queue(n, t0, lim)
+	var heard, quiet []int // indexes into w
+	for i := range w {
+		if i%2 == 0 {
+			heard = append(heard, i)
+		} else {
+			quiet = append(quiet, i)
+		}
+	}
+	beat := func(now time.Time, idx []int) {
+		ids := make([]queue.VisitorID, len(idx))
+		for j, i := range idx {
+			ids[j] = w[i]
+		}
+		r.heartbeat(now, ids...)
+	}
+	now := t0.Add(61 * time.Second)
+	beat(t0.Add(50*time.Second), heard)
+	r.step(now, lim)
+	r.wantStats(queue.Stats{Active: 1, Waiting: n / 2, Away: n / 2, AdmittedTotal: 1})
+
+	// The line moves: room for 700 more, who are the first 700 heard.
+	lim.Capacity = 701
+	got := r.step(now, lim)
+	if len(got) != 700 {
+		t.Fatalf("Step with 700 free slots admitted %d", len(got))
+	}
+	for j, id := range got {
+		if id != w[heard[j]] {
+			t.Fatalf("admission %d went to %s, want the %d-th present waiter", j, id, j+1)
+		}
+	}
+	// Everyone quiet comes back: ahead of every present waiter behind them.
+	beat(now.Add(time.Minute), quiet)
+	left := map[uint64]bool{}
+	for _, i := range quiet {
+		left[tk[i]] = true
+	}
+	for _, i := range heard[700:] {
+		left[tk[i]] = true
+	}
+	order := slices.Sorted(maps.Keys(left))
+	wantInts(t, "positions once the quiet are back", r.positions(order...), seq(len(order)))
+	first := r.status(w[quiet[0]], now.Add(time.Minute))
+	if first.Position != 1 {
+		t.Fatalf("the first quiet waiter back: %+v, want position 1", first)
+	}
+	// And the places of those who never come back are gone at AwayTTL.
+	beat(now.Add(2*time.Minute), quiet[:100])
+	res := r.stepResult(now.Add(2*time.Minute).Add(lim.AwayTTL-time.Second), lim)
+	if want := len(order); res.Abandoned != want-100 {
+		t.Fatalf("Step at AwayTTL dropped %d places, want %d", res.Abandoned, want-100)
+	}
+}

@@ -64,6 +64,7 @@ func Run(t *testing.T, open Open) {
 		{"NoAwayWithoutAwayTTL", testNoAwayWithoutAwayTTL},
 		{"ShuffleKeepsAway", testShuffleKeepsAway},
 		{"AwayMatchesModel", testAwayMatchesModel},
+		{"AwayAcrossLongQueue", testAwayAcrossLongQueue},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
