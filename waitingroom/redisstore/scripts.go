@@ -133,11 +133,14 @@ var joinScript = redis.NewScript(prelude + `
 local cap, sttl = tonumber(ARGV[1]), tonumber(ARGV[2])
 local rate_n, rate_per, hold, noqueue = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5] == '1', ARGV[6] == '1'
 
+-- The room's counters, read once: the last ticket issued, the queue's base and epoch,
+-- and how many of the queued are away.
+local m = redis.call('HMGET', meta, 'ticket', 'base', 'epoch', 'away')
+local ticket, base, epoch = tonumber(m[1] or 0), tonumber(m[2]), tonumber(m[3])
 local queued = redis.call('ZCARD', queue)   -- present and away, the pending included
-local waiting = queued - away_count()       -- present, the pending included
+local waiting = queued - tonumber(m[4] or 0) -- present, the pending included
 local swept, nactive = nil, nil             -- active swept up to swept - sttl; its size, once read
 local latest = nil                         -- the latest arrival of a visitor not known before
-local ticket, base, epoch = nil, nil, nil  -- the last ticket issued, and the queue's base and epoch
 local seen = {}                            -- id -> its answer, should a batch repeat one
 
 -- What flush writes for the batch's waiters, gathered as they join: live bits to set
@@ -189,10 +192,6 @@ local function join(id, now)
   end
   if noqueue then return {3, 0, 0, 0, active_count(), waiting} end
 
-  if not ticket then
-    local v = redis.call('HMGET', meta, 'ticket', 'base', 'epoch')
-    ticket, base, epoch = tonumber(v[1] or 0), tonumber(v[2]), tonumber(v[3])
-  end
   ticket = ticket + 1
   if queued == 0 then
     base, epoch = ticket, now
