@@ -2,7 +2,7 @@ package redisstore
 
 import "github.com/redis/go-redis/v9"
 
-// A room lives in nine keys that share one hash tag, so every script touches a single
+// A room lives in eleven keys that share one hash tag, so every script touches a single
 // Cluster slot:
 //
 //	queue          ZSET  visitor id -> ticket, present or away (the only per-waiter entry)
@@ -17,6 +17,9 @@ import "github.com/redis/go-redis/v9"
 //	away_buckets   ZSET  bucket -> a lower bound of its away waiters' heard
 //	rate           ZSET  admission number -> admitted at, ms: the admissions inside the
 //	                     rate window (at most the rate's count; empty without a rate)
+//	holders        STRING 2 bytes per ticket: the instance (its slot, 1..65535) holding
+//	                     that waiter's WebSocket, 0 for none
+//	leases         HASH  instance slot -> its lease's last renewal, unix ms
 //
 // base and epoch restart whenever a ticket is issued into an empty queue (no waiter
 // present or away), so the bitmaps and heard only span the tickets of the current busy
@@ -26,6 +29,12 @@ import "github.com/redis/go-redis/v9"
 // no count of waiting, and never at the head; hearing from it sets the bit again. It
 // comes back ahead of every later ticket, which is the "let in first" of a waiter
 // whose turn came while away: everyone present ahead of it has been admitted.
+//
+// A waiter held by an instance (see queue.Holder) counts as heard from at its holder's
+// last renewal. The sweep that finds it silent by its own heard time asks the lease,
+// and if the lease is fresh writes the renewal time as its heard time: a held waiter
+// costs Redis a share of one bucket's sweep per queue_ttl, not a command per
+// heartbeat.
 //
 // Why not a second ZSET of waiters by last-heard: a ZSET entry costs ~120 bytes, two
 // would break the 200-byte budget per waiter. heard costs 4 bytes per ticket, and the
@@ -37,6 +46,7 @@ import "github.com/redis/go-redis/v9"
 const prelude = `
 local queue, active, meta, live, heard, buckets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local rate, held, gone = KEYS[7], KEYS[8], KEYS[9]
+local holders, leases = KEYS[10], KEYS[11]
 local BUCKET = 256
 
 -- How many more admissions the rate allows at now (-1: no rate limit). It forgets the
@@ -196,7 +206,7 @@ local function join(id, now)
   if queued == 0 then
     base, epoch = ticket, now
     redis.call('HSET', meta, 'base', base, 'epoch', epoch, 'away', 0)
-    redis.call('DEL', live, held, heard, buckets, gone)
+    redis.call('DEL', live, held, heard, buckets, gone, holders)
   end
   local off, r = ticket - base, rel(now, epoch)
   first = first or off
@@ -271,6 +281,49 @@ end
 return 0
 `)
 
+// holdScript: ARGV now, slot (0: give this instance one), id... Renews the instance's
+// lease, and marks every id that is queued as held by it, heard from now (an away one
+// is back). Returns the slot.
+var holdScript = redis.NewScript(prelude + `
+local now, slot = tonumber(ARGV[1]), tonumber(ARGV[2])
+if slot == 0 then slot = (redis.call('HINCRBY', meta, 'instances', 1) - 1) % 65535 + 1 end
+redis.call('HSET', leases, slot, now)
+local base, epoch = epoch_of()
+if not base or #ARGV < 3 then return slot end
+local r, mine = rel(now, epoch), struct.pack('>I2', slot)
+for i = 3, #ARGV do
+  local t = redis.call('ZSCORE', queue, ARGV[i])
+  if t then
+    local off = tonumber(t) - base
+    redis.call('SETRANGE', holders, off * 2, mine)
+    hear(off, r)
+    revive(off, r)
+  end
+end
+return slot
+`)
+
+// releaseScript: ARGV now, slot, id... Ends the instance's hold on every id it holds,
+// and hears every id that is queued.
+var releaseScript = redis.NewScript(prelude + `
+local now, slot = tonumber(ARGV[1]), tonumber(ARGV[2])
+local base, epoch = epoch_of()
+if not base then return 0 end
+local r = rel(now, epoch)
+for i = 3, #ARGV do
+  local t = redis.call('ZSCORE', queue, ARGV[i])
+  if t then
+    local off = tonumber(t) - base
+    local by = redis.call('GETRANGE', holders, off * 2, off * 2 + 1)
+    if #by == 2 and struct.unpack('>I2', by) == slot then
+      redis.call('SETRANGE', holders, off * 2, '\0\0')
+    end
+    hear(off, r)
+  end
+end
+return 0
+`)
+
 // leaveScript: ARGV id. Returns 1 when the visitor was admitted or queued.
 var leaveScript = redis.NewScript(prelude + `
 if redis.call('ZREM', active, ARGV[1]) == 1 then return 1 end
@@ -301,6 +354,33 @@ local cutoff = now - qttl - epoch -- a waiter last heard at or before cutoff is 
 local lost = now - keep - epoch   -- and at or before lost, gone
 local away_low = {}               -- bucket -> lowest heard of the waiters sent away now
 
+-- The instances' leases (slot -> last renewal, ms since epoch), read when first needed.
+-- Leases not renewed for as long as a place is kept are forgotten.
+local lease = nil
+local function lease_of(slot)
+  if not lease then
+    lease = {}
+    local all = redis.call('HGETALL', leases)
+    for i = 1, #all, 2 do
+      local r = tonumber(all[i + 1]) - epoch
+      if r <= lost then redis.call('HDEL', leases, all[i]) else lease[tonumber(all[i])] = r end
+    end
+  end
+  return lease[slot]
+end
+
+-- When the waiter at offset off, last heard at h, counts as heard: h, or the renewal
+-- of the lease of the instance holding it, if later. holder is the 2 bytes of its
+-- holders entry (shorter: none).
+local function heard_with(h, holder)
+  if #holder < 2 then return h end
+  local slot = struct.unpack('>I2', holder)
+  if slot == 0 then return h end
+  local r = lease_of(slot)
+  if r and r > h then return r end
+  return h
+end
+
 local function drop(t)
   local ids = redis.call('ZRANGEBYSCORE', queue, t, t, 'LIMIT', 0, 1)
   if ids[1] then redis.call('ZREM', queue, ids[1]) end
@@ -323,13 +403,17 @@ end
 
 -- Sweeps bucket b of the bitmap bm (live: the present; held: the held, of which the
 -- away ones, not in live, are looked at) for waiters heard at or before limit, calls
--- act(ticket, heard) on each, and gives the bucket in zs its exact new score.
+-- act(ticket, heard) on each, and gives the bucket in zs its exact new score. A present
+-- waiter whose holder's lease is fresher than limit is kept, and the renewal written
+-- as its heard time (the bucket's heard times in one write).
 local function sweep(b, zs, away, limit, act)
   local first = b * BUCKET
   local from, to = first / 8, (first + BUCKET) / 8 - 1
   local bits = redis.call('GETRANGE', away and held or live, from, to)
   local present = away and redis.call('GETRANGE', live, from, to) or nil
   local hs = redis.call('GETRANGE', heard, first * 4, (first + BUCKET) * 4 - 1)
+  local hb = not away and redis.call('GETRANGE', holders, first * 2, (first + BUCKET) * 2 - 1) or ''
+  local renewed = nil -- offset in the bucket -> heard time from a lease
   local oldest
   for byte_i = 1, #bits do
     local byte = string.byte(bits, byte_i)
@@ -342,6 +426,13 @@ local function sweep(b, zs, away, limit, act)
           local i = (byte_i - 1) * 8 + j
           local h = 0
           if #hs >= i * 4 + 4 then h = struct.unpack('>I4', hs, i * 4 + 1) end
+          if h <= limit and #hb >= i * 2 + 2 then
+            local r = heard_with(h, string.sub(hb, i * 2 + 1, i * 2 + 2))
+            if r > h and #hs >= i * 4 + 4 then
+              renewed = renewed or {}
+              renewed[i], h = r, r
+            end
+          end
           if h <= limit then
             act(base + first + i, h)
           elseif not oldest or h < oldest then
@@ -350,6 +441,14 @@ local function sweep(b, zs, away, limit, act)
         end
       end
     end
+  end
+  if renewed then
+    local parts = {}
+    for i = 0, #hs / 4 - 1 do
+      local r = renewed[i]
+      parts[i + 1] = r and struct.pack('>I4', r) or string.sub(hs, i * 4 + 1, i * 4 + 4)
+    end
+    redis.call('SETRANGE', heard, first * 4, table.concat(parts))
   end
   if oldest then
     redis.call('ZADD', zs, oldest, b)
@@ -388,6 +487,7 @@ end
 
 local function take(t)
   local h = heard_at(t - base)
+  if h <= cutoff then h = heard_with(h, redis.call('GETRANGE', holders, (t - base) * 2, (t - base) * 2 + 1)) end
   if h <= cutoff then
     silence(t, h)
     for b, low in pairs(away_low) do redis.call('ZADD', gone, 'LT', low, b) end
@@ -449,7 +549,7 @@ if #admitted > 0 then
   redis.call('PUBLISH', channel, table.concat(admitted))
 end
 if redis.call('ZCARD', queue) == 0 then
-  redis.call('DEL', live, held, heard, buckets, gone)
+  redis.call('DEL', live, held, heard, buckets, gone, holders)
   redis.call('HSET', meta, 'away', 0)
 end
 table.insert(admitted, 1, dropped)
@@ -457,7 +557,7 @@ return admitted
 `)
 
 // shuffleScript: ARGV key, seed. The lottery of a scheduled event: the queued waiters,
-// present and away, swap tickets (and their heard times and presence with them) in a
+// present and away, swap tickets (and their heard times, presence and holders with them) in a
 // uniformly random permutation (Fisher-Yates), so the ticket set, the held bitmap and
 // everyone who joins later stay as they are. It runs once per key (a field in meta),
 // whoever calls it; it returns -1 when the key was drawn already, else the number of
@@ -469,11 +569,14 @@ if not base then return 0 end
 local q = redis.call('ZRANGE', queue, 0, -1, 'WITHSCORES')
 local n = #q / 2
 if n < 2 then return n end
-local ids, tickets, hs, here = {}, {}, {}, {}
+local ids, tickets, hs, here, by = {}, {}, {}, {}, {}
 for i = 1, n do
   ids[i], tickets[i] = q[2 * i - 1], tonumber(q[2 * i])
-  hs[i] = heard_at(tickets[i] - base)
-  here[i] = redis.call('GETBIT', live, tickets[i] - base)
+  local off = tickets[i] - base
+  hs[i] = heard_at(off)
+  here[i] = redis.call('GETBIT', live, off)
+  by[i] = redis.call('GETRANGE', holders, off * 2, off * 2 + 1)
+  if #by[i] < 2 then by[i] = '\0\0' end
 end
 math.randomseed(tonumber(ARGV[2]))
 for i = n, 2, -1 do
@@ -481,6 +584,7 @@ for i = n, 2, -1 do
   ids[i], ids[j] = ids[j], ids[i]
   hs[i], hs[j] = hs[j], hs[i]
   here[i], here[j] = here[j], here[i]
+  by[i], by[j] = by[j], by[i]
 end
 -- Bucket scores are lower bounds of their waiters' heard times; waiters moved between
 -- buckets, so they are recomputed exactly.
@@ -491,6 +595,7 @@ for i = 1, n do
   redis.call('ZADD', queue, tickets[i], ids[i])
   redis.call('SETRANGE', heard, off * 4, struct.pack('>I4', hs[i]))
   redis.call('SETBIT', live, off, here[i])
+  redis.call('SETRANGE', holders, off * 2, by[i])
   local b, m = math.floor(off / BUCKET), mins
   if here[i] == 0 then m = away_mins end
   if not m[b] or hs[i] < m[b] then m[b] = hs[i] end
@@ -503,7 +608,7 @@ return n
 // resetScript empties the queue and the active set; the ticket counter and
 // admitted_total carry on.
 var resetScript = redis.NewScript(prelude + `
-redis.call('DEL', queue, active, live, held, heard, buckets, gone)
+redis.call('DEL', queue, active, live, held, heard, buckets, gone, holders)
 redis.call('HDEL', meta, 'base', 'epoch', 'away')
 return 0
 `)
