@@ -1,11 +1,15 @@
 package caddytest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"testing"
+	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testredis"
 )
@@ -108,4 +112,65 @@ func fleetRoom(t *testing.T, nd *node, room string) roomObject {
 		t.Fatal(fmt.Errorf("GET room on %s: %d %s", nd.name, resp.StatusCode, body))
 	}
 	return obj
+}
+
+// TestMultiHeldSocketsKeepPlaces: waiters who only hold their WebSocket, on three caddy
+// processes sharing one Redis, stay present for many times queue_ttl although no
+// instance hears of any of them one by one (each holds its waiters and renews one
+// lease). When one instance is killed, its waiters are away after queue_ttl; the
+// others stay.
+func TestMultiHeldSocketsKeepPlaces(t *testing.T) {
+	srv := testredis.Start(t)
+	room := uniqueRoom(t)
+	f := startFleet(t, 3, func(int) string {
+		return roomBlock(room, "/shop*", 1, "redis redis://"+srv.Addr,
+			"queue_ttl 2s", "away_ttl 1m", "session_ttl 1h")
+	})
+	ctx := context.Background()
+	holder := newGuest()
+	if _, ok, err := holder.place(f.nodes[0].base, "/shop"); err != nil || !ok {
+		t.Fatalf("the first visitor was not admitted: %v", err)
+	}
+	const perNode = 5
+	var sockets []*websocket.Conn
+	for i := range 3 * perNode {
+		nd := f.nodes[i%3]
+		g := newGuest()
+		if q, ok, err := g.place(nd.base, "/shop"); err != nil || ok || q.Position != i+1 {
+			t.Fatalf("waiter %d on %s: admitted=%v %+v %v", i, nd.name, ok, q, err)
+		}
+		ws, err := g.socket(ctx, nd.base, "/shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.CloseNow()
+		sockets = append(sockets, ws)
+		go drain(ws)
+	}
+	// Five times queue_ttl with nothing but the sockets: nobody goes away.
+	const stretch = 10 * time.Second
+	for start := time.Now(); time.Since(start) < stretch; time.Sleep(500 * time.Millisecond) {
+		if obj := fleetRoom(t, f.nodes[1], room); obj.Away != 0 || obj.Waiting != 3*perNode {
+			t.Fatalf("%v into holding the sockets only: %d waiting, %d away; want %d waiting, none away",
+				time.Since(start).Round(time.Second), obj.Waiting, obj.Away, 3*perNode)
+		}
+	}
+	// Kill the third instance: its waiters are away once its lease is older than queue_ttl.
+	victim := f.nodes[2]
+	if err := victim.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the killed instance's waiters to be away", func() bool {
+		obj := fleetRoom(t, f.nodes[0], room)
+		return obj.Away == perNode && obj.Waiting == 2*perNode
+	})
+}
+
+// drain reads a socket until it ends, so the server's pushes never back up.
+func drain(c *websocket.Conn) {
+	for {
+		if _, _, err := c.Read(context.Background()); err != nil {
+			return
+		}
+	}
 }
