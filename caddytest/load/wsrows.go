@@ -129,7 +129,7 @@ func redisRows(windows []idleWindow) []row {
 	}
 	for _, w := range windows {
 		rows = append(rows, row{
-			figure:   fmt.Sprintf("  everything Redis ran while idle at %s waiters (heartbeats grow with waiters)", num(float64(w.waiters))),
+			figure:   fmt.Sprintf("  everything Redis ran while idle at %s waiters (held waiters cost a lease per instance, not a heartbeat each)", num(float64(w.waiters))),
 			value:    fmt.Sprintf("%s commands/s in %s script runs/s", num(w.redis.commands), num(w.redis.scripts)),
 			baseline: fmt.Sprintf("%s commands/s", num(base.redis.commands)),
 			ratio:    fmt.Sprintf("%.2f", w.redis.commands/base.redis.commands),

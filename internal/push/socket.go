@@ -138,40 +138,20 @@ func (s *socket) push(frame []byte) {
 	}
 }
 
-func (s *socket) admit() {
-	s.mu.Lock()
-	s.admitted = true
-	start := s.wakeLocked()
-	s.mu.Unlock()
-	if start {
-		go s.write()
-	}
-}
+func (s *socket) admit() { s.settle(&s.admitted) }
 
-func (s *socket) lose() {
-	s.mu.Lock()
-	s.lost = true
-	start := s.wakeLocked()
-	s.mu.Unlock()
-	if start {
-		go s.write()
-	}
-}
+func (s *socket) lose() { s.settle(&s.lost) }
 
 // leave ends the socket of a waiter who gave up the place from this page.
-func (s *socket) leave() {
-	s.mu.Lock()
-	s.left = true
-	start := s.wakeLocked()
-	s.mu.Unlock()
-	if start {
-		go s.write()
-	}
-}
+func (s *socket) leave() { s.settle(&s.left) }
 
-func (s *socket) shutdown() {
+func (s *socket) shutdown() { s.settle(&s.closing) }
+
+// settle sets one of the socket's ends (admitted, lost, left, closing) and wakes the
+// writer, which says it and closes.
+func (s *socket) settle(end *bool) {
 	s.mu.Lock()
-	s.closing = true
+	*end = true
 	start := s.wakeLocked()
 	s.mu.Unlock()
 	if start {
