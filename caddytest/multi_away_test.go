@@ -124,7 +124,7 @@ func TestMultiHeldSocketsKeepPlaces(t *testing.T) {
 	room := uniqueRoom(t)
 	f := startFleet(t, 3, func(int) string {
 		return roomBlock(room, "/shop*", 1, "redis redis://"+srv.Addr,
-			"queue_ttl 2s", "away_ttl 1m", "session_ttl 1h")
+			"queue_ttl 3s", "away_ttl 1m", "session_ttl 1h")
 	})
 	ctx := context.Background()
 	holder := newGuest()
@@ -147,8 +147,8 @@ func TestMultiHeldSocketsKeepPlaces(t *testing.T) {
 		sockets = append(sockets, ws)
 		go drain(ws)
 	}
-	// Five times queue_ttl with nothing but the sockets: nobody goes away.
-	const stretch = 10 * time.Second
+	// Four times queue_ttl with nothing but the sockets: nobody goes away.
+	const stretch = 12 * time.Second
 	for start := time.Now(); time.Since(start) < stretch; time.Sleep(500 * time.Millisecond) {
 		if obj := fleetRoom(t, f.nodes[1], room); obj.Away != 0 || obj.Waiting != 3*perNode {
 			t.Fatalf("%v into holding the sockets only: %d waiting, %d away; want %d waiting, none away",

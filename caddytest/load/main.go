@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -41,6 +42,7 @@ type options struct {
 	markdown  bool          // print the table as Markdown
 	docs      string        // a Markdown file whose table block the run rewrites; none when empty
 	keep      bool          // keep the run's folder (Caddyfiles, logs) instead of removing it
+	liveness  []int         // the liveness section's room sizes; its default scale when empty
 }
 
 // A section measures one group of figures. Sections register themselves from their
@@ -73,6 +75,16 @@ func main() {
 	flag.BoolVar(&o.markdown, "markdown", false, "print the table as Markdown")
 	flag.StringVar(&o.docs, "docs", "", "after a run with no failed section, write its table into this file between "+tableBegin+" and "+tableEnd+" (../docs/performance.md)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's folder (Caddyfiles and every process's log) and print its path")
+	flag.Func("liveness", "comma-separated room sizes for the liveness section (default 10000,100000,1000000)", func(s string) error {
+		for f := range strings.SplitSeq(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				return fmt.Errorf("bad size %q", f)
+			}
+			o.liveness = append(o.liveness, n)
+		}
+		return nil
+	})
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./load (in caddytest/) [flags]\n\nsections:\n")
 		for _, s := range sortedSections() {
