@@ -53,6 +53,8 @@ type overrides struct {
 	Rate *Rate `json:"rate,omitempty"`
 	// Mode replaces the configured mode (and wins over an event's pre-queue).
 	Mode *string `json:"mode,omitempty"`
+	// Message replaces the configured message to the line; "" shows none.
+	Message *string `json:"message,omitempty"`
 }
 
 // settings are the values a room is configured with.
@@ -62,6 +64,7 @@ type settings struct {
 	Mode       string `json:"mode"`
 	SessionTTL string `json:"session_ttl"`
 	QueueTTL   string `json:"queue_ttl"`
+	Message    string `json:"message"`
 }
 
 // eventInfo is the scheduled event in progress or in its pre-queue.
@@ -96,6 +99,8 @@ type roomInfo struct {
 	Configured          settings   `json:"configured"`
 	Overrides           overrides  `json:"overrides"`
 	Event               *eventInfo `json:"event"`
+	// Message is what the line is told now ("" for nothing).
+	Message string `json:"message"`
 }
 
 // Info reads the room's state from the store (fresh, not the tick's cached copy).
@@ -129,8 +134,10 @@ func (r control) info(ctx context.Context) (roomInfo, error) {
 			Mode:       configuredMode,
 			SessionTTL: time.Duration(r.h.SessionTTL).String(),
 			QueueTTL:   time.Duration(r.h.QueueTTL).String(),
+			Message:    r.h.Message,
 		},
 		Overrides: o,
+		Message:   r.h.message(),
 	}
 	if p.rate.limits() {
 		info.Rate = p.rate
@@ -278,8 +285,14 @@ func (r control) patch(ctx context.Context, body []byte) (roomInfo, error) {
 				return roomInfo{}, inputErrorf("%v", err)
 			}
 			o.Mode = &m
+		case "message":
+			m, err := patchMessage(raw)
+			if err != nil {
+				return roomInfo{}, err
+			}
+			o.Message = m
 		default:
-			return roomInfo{}, inputErrorf("unknown field %q (the fields are: capacity, rate, mode)", name)
+			return roomInfo{}, inputErrorf("unknown field %q (the fields are: capacity, rate, mode, message)", name)
 		}
 	}
 	var doc []byte

@@ -15,6 +15,9 @@ type View struct {
 	RefreshSeconds int    `json:"refresh_seconds"`
 	// StartsInSeconds counts down to a scheduled event's start, during its pre-queue only.
 	StartsInSeconds *int `json:"starts_in_seconds,omitempty"`
+	// Message is the operator's message to the line, plain text; absent when there is
+	// none.
+	Message string `json:"message,omitempty"`
 
 	Prequeue bool `json:"-"` // for the page: the pre-queue's countdown
 	Lottery  bool `json:"-"` // for the page: the pre-queue ends in a draw
@@ -36,6 +39,7 @@ func (v *View) Data(lang, mode, nonce string) Data {
 		Progress:       progress(v.Position, v.Waiting),
 		RefreshSeconds: v.RefreshSeconds,
 		Lottery:        v.Lottery,
+		Message:        v.Message,
 		Nonce:          nonce,
 	}
 	if v.ETASeconds != nil {

@@ -35,6 +35,10 @@ func (v *View) AppendJSON(dst []byte) []byte {
 	if v.StartsInSeconds != nil {
 		dst = appendJSONInt(dst, `,"starts_in_seconds":`, *v.StartsInSeconds)
 	}
+	if v.Message != "" {
+		dst = append(dst, `,"message":`...)
+		dst = appendJSONString(dst, v.Message)
+	}
 	return append(dst, '}')
 }
 

@@ -71,6 +71,7 @@ type socket struct {
 	mu       sync.Mutex
 	rest     []byte // the unsent end of a frame push began; the writer sends it first
 	pending  []byte // the latest position not yet written, framed
+	note     []byte // the latest message to the line not yet written, framed
 	admitted bool
 	lost     bool
 	closing  bool
@@ -108,7 +109,10 @@ func (s *socket) due(position int, now time.Time, changeGap time.Duration) bool 
 // when it has stopped reading. At 100,000 waiters a message every 2 s each is 50,000
 // a second, and a goroutine started and scheduled per message cost more than the
 // message. What the connection does not take at once is left to the writer.
-func (s *socket) push(frame []byte) {
+func (s *socket) push(frame []byte) { s.deliver(frame, &s.pending) }
+
+// deliver is push for a frame whose unsent copy waits in slot (pending or note).
+func (s *socket) deliver(frame []byte, slot *[]byte) {
 	s.mu.Lock()
 	if s.raw != nil && !s.writing && !s.done && s.wire.TryLock() {
 		n := writeNow(s.raw, frame)
@@ -129,7 +133,7 @@ func (s *socket) push(frame []byte) {
 		s.wire.Unlock()
 	}
 	// A newer position replaces one not yet written; only the latest matters.
-	s.pending = bytes.Clone(frame)
+	*slot = bytes.Clone(frame)
 	start := s.wakeLocked()
 	s.mu.Unlock()
 	if start {
@@ -190,10 +194,10 @@ func (s *socket) write() {
 	}
 	for {
 		s.mu.Lock()
-		frame, admitted, lost, closing := s.pending, s.admitted, s.lost, s.closing
-		s.pending = nil
+		frame, note, admitted, lost, closing := s.pending, s.note, s.admitted, s.lost, s.closing
+		s.pending, s.note = nil, nil
 		s.done = admitted || lost || closing
-		if frame == nil && !s.done {
+		if frame == nil && note == nil && !s.done {
 			s.writing = false
 			s.mu.Unlock()
 			return
@@ -211,7 +215,11 @@ func (s *socket) write() {
 			s.c.Close(closeLost, "place lost")
 			return
 		}
-		if !s.send(frame) {
+		if note != nil && !s.send(note) {
+			s.fail()
+			return
+		}
+		if frame != nil && !s.send(frame) {
 			s.fail()
 			return
 		}
@@ -248,10 +256,14 @@ func (hb *Hub) Serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID,
 		s.end()
 		return nil
 	}
-	// The first position goes out at once, not at the next push round.
+	// The first position goes out at once, not at the next push round, and the message
+	// to the line with it (after add: a change from now on is sent by the hub too).
 	v := hb.room.Teller(hb.room.Now())(st.Position)
-	v.Type = "position"
+	v.Type, v.Message = "position", ""
 	s.push(appendFrame(&v, nil))
+	if text := hb.room.Message(); text != "" {
+		s.tell(messageFrame(text))
+	}
 	go s.read()
 	return nil
 }
