@@ -157,6 +157,8 @@ type queueAnswer struct {
 	Capacity       int    `json:"capacity"`
 	ETASeconds     *int   `json:"eta_seconds"`
 	RefreshSeconds int    `json:"refresh_seconds"`
+	Message        string `json:"message"` // the message to the line, in JSON answers
+	Text           string `json:"text"`    // a "message" frame's text
 }
 
 // socket opens the waiting page's WebSocket with the visitor's cookies.
