@@ -32,6 +32,8 @@ type AdminRoom interface {
 	RemoveVisitor(ctx context.Context, id string) error
 	// Reset empties the queue and the active set.
 	Reset(ctx context.Context) error
+	// History is the room's last hour on this instance (see history.go).
+	History(ctx context.Context) (any, error)
 	// Preview renders the waiting page in state with sample numbers, with the
 	// header fields it must go out with.
 	Preview(state string, position int, lang string) ([]byte, http.Header, error)
@@ -101,6 +103,9 @@ type roomInfo struct {
 	Event               *eventInfo `json:"event"`
 	// Message is what the line is told now ("" for nothing).
 	Message string `json:"message"`
+	// NextEvent is the next scheduled event whose queue has not opened yet, with
+	// Phase "scheduled" and StartsInSeconds counting down to its start; null if none.
+	NextEvent *eventInfo `json:"next_event"`
 }
 
 // Info reads the room's state from the store (fresh, not the tick's cached copy).
@@ -150,6 +155,7 @@ func (r control) info(ctx context.Context) (roomInfo, error) {
 			info.Event.StartsInSeconds = &s
 		}
 	}
+	info.NextEvent = nextEvent(r.h.Events, now)
 	if rate, ok := r.h.room.est.Rate(); ok {
 		perMinute := rate * 60
 		info.AdmissionsPerMinute = &perMinute

@@ -60,6 +60,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			case queue.Admitted:
 				if !rm.touchedRecently(tok.ID, now) {
 					rm.metrics.wait.Observe(now.Sub(tok.Since).Seconds())
+					rm.history.wait(now, now.Sub(tok.Since))
 				}
 				h.admit(w, r, keys, tok.ID, now, now)
 				v.admitted(tok.ID, now.Sub(tok.Since))
