@@ -50,6 +50,7 @@ func (a *Admin) Routes() []caddy.AdminRoute {
 	mux.Handle("POST /waiting_room/{room}/admit", handle(withRoom(a.admit)))
 	mux.Handle("POST /waiting_room/{room}/reset", handle(withRoom(a.reset)))
 	mux.Handle("GET /waiting_room/{room}/preview", handle(withRoom(a.preview)))
+	mux.Handle("GET /waiting_room/{room}/history", handle(withRoom(a.history)))
 	mux.Handle("DELETE /waiting_room/{room}/visitors/{id}", handle(withRoom(a.removeVisitor)))
 	// The same paths with any other method: a JSON 405 naming the allowed ones, not
 	// ServeMux's plain-text one.
@@ -58,6 +59,7 @@ func (a *Admin) Routes() []caddy.AdminRoute {
 		"/waiting_room/{room}/admit":         {http.MethodPost},
 		"/waiting_room/{room}/reset":         {http.MethodPost},
 		"/waiting_room/{room}/preview":       {http.MethodGet},
+		"/waiting_room/{room}/history":       {http.MethodGet},
 		"/waiting_room/{room}/visitors/{id}": {http.MethodDelete},
 	} {
 		mux.Handle(pattern, handle(func(w http.ResponseWriter, r *http.Request) error {
@@ -211,6 +213,14 @@ func (a *Admin) preview(w http.ResponseWriter, r *http.Request, room waitingroom
 	w.Header().Set("Cache-Control", "no-store")
 	_, err = w.Write(page)
 	return err
+}
+
+func (a *Admin) history(w http.ResponseWriter, r *http.Request, room waitingroom.AdminRoom) error {
+	h, err := room.History(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, h)
 }
 
 func (a *Admin) removeVisitor(w http.ResponseWriter, r *http.Request, room waitingroom.AdminRoom) error {

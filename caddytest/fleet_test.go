@@ -425,7 +425,7 @@ func awaitAdmitted(ctx context.Context, c *websocket.Conn) error {
 		if m.Type == "admitted" {
 			return nil
 		}
-		if m.Type != "position" {
+		if m.Type != "position" && m.Type != "message" {
 			return fmt.Errorf("unexpected message %+v", m)
 		}
 	}

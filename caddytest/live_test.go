@@ -159,6 +159,8 @@ type queueAnswer struct {
 	RefreshSeconds int    `json:"refresh_seconds"`
 	AwayTTLSeconds int    `json:"away_ttl_seconds"`
 	Returned       bool   `json:"returned"`
+	Message        string `json:"message"` // the message to the line, in JSON answers
+	Text           string `json:"text"`    // a "message" frame's text
 }
 
 // socket opens the waiting page's WebSocket with the visitor's cookies.

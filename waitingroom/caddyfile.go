@@ -48,6 +48,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		secret      <string> [<previous>...]
 //		template    <file>
 //		lang        <tag>
+//		message     <text>
 //		max_joins_per_ip       <n> [<window>]
 //		max_connections_per_ip <n>
 //		cookie {
@@ -138,6 +139,13 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Lang, err = oneArg(d)
 			if err == nil && !page.Supported(h.Lang) {
 				err = d.Errf("lang must be one of %s, got %q", strings.Join(page.Languages(), ", "), h.Lang)
+			}
+		case "message":
+			h.Message, err = oneArg(d)
+			if err == nil {
+				if why := checkMessage(h.Message); why != nil {
+					err = d.Err(why.Error())
+				}
 			}
 		case "cookie":
 			h.Cookie, err = parseCookie(d)

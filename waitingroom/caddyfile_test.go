@@ -32,6 +32,15 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 			want: Handler{Name: "tickets", Capacity: 100},
 		},
 		{
+			name: "message",
+			input: `waiting_room {
+				name tickets
+				capacity 100
+				message "We open at 10:00. <b>Not bold</b>"
+			}`,
+			want: Handler{Name: "tickets", Capacity: 100, Message: "We open at 10:00. <b>Not bold</b>"},
+		},
+		{
 			name: "every sub-directive",
 			input: `waiting_room {
 				name tickets
@@ -307,6 +316,18 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 			name:    "away_ttl negative",
 			input:   "waiting_room {\n name a\n capacity 1\n away_ttl -5m\n}",
 			wantErr: `bad duration "-5m": want 0 or a positive duration`,
+			line:    4,
+		},
+		{
+			name:    "message too long",
+			input:   "waiting_room {\n name a\n capacity 1\n message " + strings.Repeat("x", 501) + "\n}",
+			wantErr: "message must be at most 500 characters, got 501",
+			line:    4,
+		},
+		{
+			name:    "message without text",
+			input:   "waiting_room {\n name a\n capacity 1\n message\n}",
+			wantErr: "wrong argument count",
 			line:    4,
 		},
 		{

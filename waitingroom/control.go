@@ -32,6 +32,8 @@ type AdminRoom interface {
 	RemoveVisitor(ctx context.Context, id string) error
 	// Reset empties the queue and the active set.
 	Reset(ctx context.Context) error
+	// History is the room's last hour on this instance (see history.go).
+	History(ctx context.Context) (any, error)
 	// Preview renders the waiting page in state with sample numbers, with the
 	// header fields it must go out with.
 	Preview(state string, position int, lang string) ([]byte, http.Header, error)
@@ -53,6 +55,8 @@ type overrides struct {
 	Rate *Rate `json:"rate,omitempty"`
 	// Mode replaces the configured mode (and wins over an event's pre-queue).
 	Mode *string `json:"mode,omitempty"`
+	// Message replaces the configured message to the line; "" shows none.
+	Message *string `json:"message,omitempty"`
 }
 
 // settings are the values a room is configured with.
@@ -63,6 +67,7 @@ type settings struct {
 	SessionTTL string `json:"session_ttl"`
 	QueueTTL   string `json:"queue_ttl"`
 	AwayTTL    string `json:"away_ttl"`
+	Message    string `json:"message"`
 }
 
 // eventInfo is the scheduled event in progress or in its pre-queue.
@@ -99,6 +104,11 @@ type roomInfo struct {
 	Configured          settings   `json:"configured"`
 	Overrides           overrides  `json:"overrides"`
 	Event               *eventInfo `json:"event"`
+	// Message is what the line is told now ("" for nothing).
+	Message string `json:"message"`
+	// NextEvent is the next scheduled event whose queue has not opened yet, with
+	// Phase "scheduled" and StartsInSeconds counting down to its start; null if none.
+	NextEvent *eventInfo `json:"next_event"`
 }
 
 // Info reads the room's state from the store (fresh, not the tick's cached copy).
@@ -134,8 +144,10 @@ func (r control) info(ctx context.Context) (roomInfo, error) {
 			SessionTTL: time.Duration(r.h.SessionTTL).String(),
 			QueueTTL:   time.Duration(r.h.QueueTTL).String(),
 			AwayTTL:    r.h.awayTTL().String(),
+			Message:    r.h.Message,
 		},
 		Overrides: o,
+		Message:   r.h.message(),
 	}
 	if p.rate.limits() {
 		info.Rate = p.rate
@@ -148,6 +160,7 @@ func (r control) info(ctx context.Context) (roomInfo, error) {
 			info.Event.StartsInSeconds = &s
 		}
 	}
+	info.NextEvent = nextEvent(r.h.Events, now)
 	if rate, ok := r.h.room.est.Rate(); ok {
 		perMinute := rate * 60
 		info.AdmissionsPerMinute = &perMinute
@@ -283,8 +296,14 @@ func (r control) patch(ctx context.Context, body []byte) (roomInfo, error) {
 				return roomInfo{}, inputErrorf("%v", err)
 			}
 			o.Mode = &m
+		case "message":
+			m, err := patchMessage(raw)
+			if err != nil {
+				return roomInfo{}, err
+			}
+			o.Message = m
 		default:
-			return roomInfo{}, inputErrorf("unknown field %q (the fields are: capacity, rate, mode)", name)
+			return roomInfo{}, inputErrorf("unknown field %q (the fields are: capacity, rate, mode, message)", name)
 		}
 	}
 	var doc []byte

@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"strconv"
@@ -103,13 +104,16 @@ func (c *ipCounters) prune(now time.Time, window time.Duration) {
 	}
 }
 
-// tooMany answers a request over a per-address cap: nothing is stored or counted.
+// tooMany answers a request over a per-address cap: nothing is stored or counted. It
+// is a Caddy error, not an answer of the room's, so handle_errors can restyle it; the
+// Retry-After set here stays on the response (Caddy's error routes write to the same
+// ResponseWriter), and without handle_errors Caddy answers the bare status.
 func tooMany(w http.ResponseWriter, retryAfter time.Duration) error {
 	hdr := w.Header()
 	hdr.Set("Retry-After", strconv.Itoa(int(max(retryAfter, time.Second)/time.Second)))
 	hdr.Set("Cache-Control", "no-store")
-	hdr.Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(http.StatusTooManyRequests)
-	_, err := w.Write([]byte("Too many requests from your address. Please try again shortly.\n"))
-	return err
+	return caddyhttp.Error(http.StatusTooManyRequests, errTooMany)
 }
+
+// errTooMany is the per-IP caps' error, {http.error.message} in handle_errors.
+var errTooMany = errors.New("too many requests from this address")

@@ -2,6 +2,7 @@ package waitingroom
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,10 +24,23 @@ func (tr *testRoom) visitFrom(addr string) *httptest.ResponseRecorder {
 	r.Header.Set("Accept", "application/json")
 	w := httptest.NewRecorder()
 	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
-	if err := tr.h.ServeHTTP(w, r, next); err != nil {
+	if err := serveAsCaddy(tr.h, w, r, next); err != nil {
 		tr.t.Fatal(err)
 	}
 	return w
+}
+
+// serveAsCaddy serves r as Caddy's server does without handle_errors: a handler error
+// is answered with its status alone, on the same ResponseWriter (so the headers the
+// handler set stay). Any error but a 429 is returned.
+func serveAsCaddy(h *Handler, w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	err := h.ServeHTTP(w, r, next)
+	var he caddyhttp.HandlerError
+	if errors.As(err, &he) && he.StatusCode == http.StatusTooManyRequests {
+		w.WriteHeader(he.StatusCode)
+		return nil
+	}
+	return err
 }
 
 // One address may start at most max_joins_per_ip new visitors per window; the ones
@@ -65,7 +79,7 @@ func TestMaxConnectionsPerIP(t *testing.T) {
 	tr := newTestRoomWith(t, 1, func(h *Handler) { h.PerIP = &PerIP{MaxConnections: 2} })
 	tr.visit("", "")
 	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _ = tr.h.ServeHTTP(w, r, next) }))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _ = serveAsCaddy(tr.h, w, r, next) }))
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -53,6 +53,7 @@ func (h *Handler) viewAt(position int, st *queue.Stats, rate float64, rateKnown 
 		Capacity:       p.capacity,
 		RefreshSeconds: h.refreshSeconds(),
 		AwayTTLSeconds: int(h.awayTTL() / time.Second),
+		Message:        h.message(),
 	}
 	if rateKnown && !p.holds() {
 		s := int(queue.ETA(position, rate) / time.Second)
@@ -113,7 +114,7 @@ func (h *Handler) serveSocket(w http.ResponseWriter, r *http.Request, id queue.V
 // closed.
 func (h *Handler) serveUnavailable(w http.ResponseWriter, r *http.Request) error {
 	p := h.policyAt(h.clock.Now())
-	v := page.View{Room: h.Name, Status: "unavailable", Capacity: p.capacity, RefreshSeconds: h.refreshSeconds()}
+	v := page.View{Room: h.Name, Status: "unavailable", Capacity: p.capacity, RefreshSeconds: h.refreshSeconds(), Message: h.message()}
 	return h.respond(w, r, http.StatusServiceUnavailable, v)
 }
 
@@ -122,7 +123,7 @@ func (h *Handler) serveUnavailable(w http.ResponseWriter, r *http.Request) error
 func (h *Handler) serveRejected(w http.ResponseWriter, r *http.Request, p policy) error {
 	st := h.room.stats.Load()
 	v := page.View{Room: h.Name, Status: "rejected", Waiting: st.Waiting, Active: st.Active,
-		Capacity: p.capacity, RefreshSeconds: rejectRetryAfter}
+		Capacity: p.capacity, RefreshSeconds: rejectRetryAfter, Message: h.message()}
 	return h.respond(w, r, h.RejectStatusCode, v)
 }
 

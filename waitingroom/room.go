@@ -32,6 +32,7 @@ type room struct {
 	hub       *push.Hub
 	ips       *ipCounters
 	metrics   *roomMetrics
+	history   *history // the console's last hour (history.go)
 
 	// touched is when this instance last confirmed each visitor's session with the
 	// store.
@@ -62,6 +63,7 @@ func newRoom(h *Handler, secrets [][]byte, m *roomMetrics) *room {
 		metrics: m,
 		ips:     newIPCounters(),
 		kickCh:  make(chan struct{}, 1),
+		history: loadHistory(h.Name),
 	}
 	rm.stats.Store(&queue.Stats{})
 	rm.overrides.Store(&overrides{})
@@ -88,6 +90,7 @@ func (rm *room) stop() {
 	}
 	rm.hub.CloseAll()
 	rm.wg.Wait()
+	releaseHistory(rm.h.Name)
 }
 
 // kick asks for an admission step now (a slot was freed) without waiting for it.
@@ -148,6 +151,7 @@ func (rm *room) tick(ctx context.Context) {
 	}
 	rm.stats.Store(&st)
 	rm.est.Observe(now, st.AdmittedTotal)
+	rm.history.observe(now, &st)
 	rm.metrics.active.Set(float64(st.Active))
 	rm.metrics.waiting.Set(float64(st.Waiting))
 	rm.metrics.away.Set(float64(st.Away))

@@ -19,12 +19,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	rm := h.room
 	now := h.clock.Now()
 	p := h.policyAt(now)
+	v := h.visitOf(r) // the placeholders (placeholders.go)
 	if p.mode == queue.ModeSuspended {
 		return next.ServeHTTP(w, r) // the room is off: no cookie, nothing counted
 	}
 	keys := rm.keys.Load()
 	if keys == nil {
 		// No secret yet: the store has been down since start. Nobody can be verified.
+		v.decided(visitUnavailable)
 		return h.degraded(w, r, next)
 	}
 
@@ -32,36 +34,43 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		switch tok.State {
 		case queue.Admitted:
 			if rm.touchedRecently(tok.ID, now) {
+				v.admitted(tok.ID, -1)
 				return h.passAdmitted(w, r, next, tok.ID)
 			}
 			active, err := rm.store.Touch(r.Context(), tok.ID, now)
 			if err != nil {
 				// The cookie is verified: an admitted visitor keeps passing in an outage.
 				rm.storeError("touch", err)
+				v.admitted(tok.ID, -1)
 				return h.passAdmitted(w, r, next, tok.ID)
 			}
 			if active {
 				h.admit(w, r, keys, tok.ID, tok.Since, now)
+				v.admitted(tok.ID, -1)
 				return h.passAdmitted(w, r, next, tok.ID)
 			}
 			// Session lapsed, revoked or removed: a new visitor, at the back.
 		case queue.Queued:
 			st, err := rm.store.Status(r.Context(), tok.ID, now)
 			if err != nil {
+				v.decided(visitUnavailable)
 				return h.degraded(w, r, next)
 			}
 			switch st.State {
 			case queue.Admitted:
 				if !rm.touchedRecently(tok.ID, now) {
 					rm.metrics.wait.Observe(now.Sub(tok.Since).Seconds())
+					rm.history.wait(now, now.Sub(tok.Since))
 				}
 				h.admit(w, r, keys, tok.ID, now, now)
+				v.admitted(tok.ID, now.Sub(tok.Since))
 				if push.IsWaitingSocket(r) {
 					return rm.hub.ServeAdmitted(w, r)
 				}
 				return h.passAdmitted(w, r, next, tok.ID)
 			case queue.Queued:
 				h.holdPlace(w, r, keys, tok.ID, tok.Since, now)
+				v.queued(tok.ID, st.Position)
 				return h.serveQueued(w, r, tok.ID, st, p)
 			}
 			// The place was lost (queue_ttl): a new visitor, at the back.
@@ -70,6 +79,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 
 	if cap := h.PerIP; cap != nil && cap.MaxJoins > 0 &&
 		!rm.ips.allowJoin(clientAddr(r), now, cap.MaxJoins, time.Duration(cap.JoinWindow)) {
+		v.decided(visitRejected)
 		return tooMany(w, time.Duration(cap.JoinWindow))
 	}
 	id := queue.NewVisitorID()
@@ -77,17 +87,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	st, err := rm.store.Join(r.Context(), id, now, h.limitsFor(p))
 	if err != nil {
 		rm.storeError("join", err)
+		v.decided(visitUnavailable)
 		return h.degraded(w, r, next)
 	}
 	if st.State == queue.Rejected {
 		if c := h.logger.Check(zap.DebugLevel, "visitor turned away"); c != nil {
 			c.Write(zap.String("room", h.Name), zap.String("mode", p.mode))
 		}
+		v.decided(visitRejected)
 		return h.serveRejected(w, r, p)
 	}
 	if st.State == queue.Admitted {
 		rm.metrics.admitted.Inc()
 		h.admit(w, r, keys, id, now, now)
+		v.admitted(id, 0)
 		return h.passAdmitted(w, r, next, id)
 	}
 	rm.metrics.queued.Inc()
@@ -95,6 +108,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		c.Write(zap.String("room", h.Name), zap.Stringer("visitor", id), zap.Int("position", st.Position))
 	}
 	h.holdPlace(w, r, keys, id, now, now)
+	v.queued(id, st.Position)
 	return h.serveQueued(w, r, id, st, p)
 }
 

@@ -110,6 +110,11 @@ type Handler struct {
 	// among them, and English is the fallback.
 	Lang string `json:"lang,omitempty"`
 
+	// Message is told to everyone in line (the page shows it, the JSON carries it):
+	// plain text, at most 500 characters, such as "We open at 10:00". The admin API
+	// can replace it at run time. Default: none.
+	Message string `json:"message,omitempty"`
+
 	// Cookie configures the visitor cookie.
 	Cookie *token.Cookie `json:"cookie,omitempty"`
 
@@ -305,6 +310,9 @@ func (h *Handler) Validate() error {
 	}
 	if h.Lang != "" && !page.Supported(h.Lang) {
 		return fmt.Errorf("lang must be one of %s, got %q", strings.Join(page.Languages(), ", "), h.Lang)
+	}
+	if err := checkMessage(h.Message); err != nil {
+		return err
 	}
 	if h.Cookie != nil {
 		if err := h.Cookie.Validate(); err != nil {

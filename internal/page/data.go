@@ -43,6 +43,7 @@ type Data struct {
 	ETAKnown        bool              // false until there is data: show "estimating…"
 	Progress        int               // 0..100 for the progress bar
 	RefreshSeconds  int               // polling period and <meta refresh> period
+	Message         string            // the operator's message to the line, plain text ("" for none); print it as text
 	Nonce           string            // CSP nonce for the inline <script> and <style>
 	T               map[string]string // translated strings for Lang (from Messages)
 }
@@ -236,6 +237,9 @@ func clientState(page any) (map[string]any, error) {
 	}
 	if p.State == "prequeue" {
 		state["starts_in_seconds"] = p.StartsInSeconds
+	}
+	if p.Message != "" {
+		state["message"] = p.Message
 	}
 	return state, nil
 }

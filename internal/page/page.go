@@ -35,6 +35,7 @@ type layout struct {
 // Data belongs here or among the volatile fields (TestEveryPageFieldIsKeyedOrSpliced).
 type frameKey struct {
 	room, lang, state, mode string
+	message                 string // changes rarely (an operator's PATCH)
 	lottery, etaKnown       bool
 	capacity, refresh       int
 }
@@ -122,7 +123,7 @@ func (p *Page) frameFor(data *Data) *frame {
 	if p.layout.probe == nil || data.T != nil || !Supported(data.Lang) || !fits(data) {
 		return nil
 	}
-	key := frameKey{data.Room, data.Lang, data.State, data.Mode, data.Lottery, data.ETAKnown, data.Capacity, data.RefreshSeconds}
+	key := frameKey{data.Room, data.Lang, data.State, data.Mode, data.Message, data.Lottery, data.ETAKnown, data.Capacity, data.RefreshSeconds}
 	if m := p.frames.Load(); m != nil {
 		if f, ok := (*m)[key]; ok {
 			return f.orNil()

@@ -330,7 +330,7 @@ func TestPageConcurrentRenders(t *testing.T) {
 // field added to Data must be added to one of them.
 func TestEveryPageFieldIsKeyedOrSpliced(t *testing.T) {
 	keyed := map[string]bool{"Room": true, "Lang": true, "State": true, "Mode": true, "Lottery": true,
-		"ETAKnown": true, "Capacity": true, "RefreshSeconds": true, "T": true}
+		"ETAKnown": true, "Capacity": true, "RefreshSeconds": true, "T": true, "Message": true}
 	for _, name := range fieldNames {
 		keyed[name] = true
 	}
@@ -339,7 +339,7 @@ func TestEveryPageFieldIsKeyedOrSpliced(t *testing.T) {
 			t.Errorf("Data.%s is neither in frameKey nor a volatile field", f.Name)
 		}
 	}
-	if n := reflect.TypeFor[frameKey]().NumField(); n != 8 {
+	if n := reflect.TypeFor[frameKey]().NumField(); n != 9 {
 		t.Errorf("frameKey has %d fields; update this test with it", n)
 	}
 }

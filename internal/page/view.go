@@ -21,6 +21,9 @@ type View struct {
 	// Returned says the waiter had gone away and this answer brought them back to
 	// the place they kept (once: the answer that found them away).
 	Returned bool `json:"returned,omitempty"`
+	// Message is the operator's message to the line, plain text; absent when there is
+	// none.
+	Message string `json:"message,omitempty"`
 
 	Prequeue bool `json:"-"` // for the page: the pre-queue's countdown
 	Lottery  bool `json:"-"` // for the page: the pre-queue ends in a draw
@@ -42,6 +45,7 @@ func (v *View) Data(lang, mode, nonce string) Data {
 		Progress:       progress(v.Position, v.Waiting),
 		RefreshSeconds: v.RefreshSeconds,
 		Lottery:        v.Lottery,
+		Message:        v.Message,
 		Nonce:          nonce,
 	}
 	if v.ETASeconds != nil {

@@ -41,6 +41,10 @@ func (v *View) AppendJSON(dst []byte) []byte {
 	if v.Returned {
 		dst = append(dst, `,"returned":true`...)
 	}
+	if v.Message != "" {
+		dst = append(dst, `,"message":`...)
+		dst = appendJSONString(dst, v.Message)
+	}
 	return append(dst, '}')
 }
 

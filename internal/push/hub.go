@@ -50,6 +50,8 @@ type Room interface {
 	Left(id queue.VisitorID)
 	// StoreError reports a store call that failed; the room logs it, rate-limited.
 	StoreError(op string, err error)
+	// Message is the operator's message to the line now ("" for none).
+	Message() string
 }
 
 // New returns the hub of room over store. A connected waiter is heard of (its place
@@ -141,6 +143,7 @@ func (hb *Hub) Run(ctx context.Context) {
 	tick := time.NewTicker(resendEvery)
 	defer tick.Stop()
 	var p pushRound
+	told := hb.room.Message() // what the sockets were told as they connected
 	fetched := make(chan error, 1)
 	fetching := false
 	for ticks := 1; ; {
@@ -158,6 +161,7 @@ func (hb *Hub) Run(ctx context.Context) {
 		case <-tick.C:
 			ticks++
 		}
+		hb.tellChanged(&told)
 		now := hb.room.Now()
 		p.resendDue(hb, now)
 		if ticks%int(pushEvery/resendEvery) != 0 || fetching {

@@ -248,7 +248,7 @@ func (p *pushRound) offer(o *figures, s *socket, position int) {
 	}
 	if p.framedAt != position {
 		v := o.tell(position)
-		v.Type = "position"
+		v.Type, v.Message = "position", "" // the message has frames of its own (message.go)
 		p.frame, p.framedAt = appendFrame(&v, p.frame[:0]), position
 	}
 	s.push(p.frame)

@@ -22,6 +22,7 @@ type testRoom struct {
 	hub   *Hub
 	lim   queue.Limits
 	left  atomic.Int64 // waiters the hub said left from the page
+	note  atomic.Pointer[string]
 
 	mu  sync.Mutex
 	now time.Time
@@ -74,6 +75,13 @@ func (tr *testRoom) Teller(time.Time) func(position int) page.View {
 func (tr *testRoom) Left(queue.VisitorID) {
 	tr.left.Add(1)
 	tr.step()
+}
+
+func (tr *testRoom) Message() string {
+	if m := tr.note.Load(); m != nil {
+		return *m
+	}
+	return ""
 }
 
 func (tr *testRoom) StoreError(op string, err error) { tr.t.Logf("store error during %s: %v", op, err) }

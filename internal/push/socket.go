@@ -71,6 +71,7 @@ type socket struct {
 	mu       sync.Mutex
 	rest     []byte // the unsent end of a frame push began; the writer sends it first
 	pending  []byte // the latest position not yet written, framed
+	note     []byte // the latest message to the line not yet written, framed
 	admitted bool
 	lost     bool
 	left     bool
@@ -109,7 +110,10 @@ func (s *socket) due(position int, now time.Time, changeGap time.Duration) bool 
 // when it has stopped reading. At 100,000 waiters a message every 2 s each is 50,000
 // a second, and a goroutine started and scheduled per message cost more than the
 // message. What the connection does not take at once is left to the writer.
-func (s *socket) push(frame []byte) {
+func (s *socket) push(frame []byte) { s.deliver(frame, &s.pending) }
+
+// deliver is push for a frame whose unsent copy waits in slot (pending or note).
+func (s *socket) deliver(frame []byte, slot *[]byte) {
 	s.mu.Lock()
 	if s.raw != nil && !s.writing && !s.done && s.wire.TryLock() {
 		n := writeNow(s.raw, frame)
@@ -130,7 +134,7 @@ func (s *socket) push(frame []byte) {
 		s.wire.Unlock()
 	}
 	// A newer position replaces one not yet written; only the latest matters.
-	s.pending = bytes.Clone(frame)
+	*slot = bytes.Clone(frame)
 	start := s.wakeLocked()
 	s.mu.Unlock()
 	if start {
@@ -182,10 +186,10 @@ func (s *socket) write() {
 	}
 	for {
 		s.mu.Lock()
-		frame, admitted, lost, left, closing := s.pending, s.admitted, s.lost, s.left, s.closing
-		s.pending = nil
+		frame, note, admitted, lost, left, closing := s.pending, s.note, s.admitted, s.lost, s.left, s.closing
+		s.pending, s.note = nil, nil
 		s.done = admitted || lost || left || closing
-		if frame == nil && !s.done {
+		if frame == nil && note == nil && !s.done {
 			s.writing = false
 			s.mu.Unlock()
 			return
@@ -206,7 +210,11 @@ func (s *socket) write() {
 			s.c.Close(websocket.StatusNormalClosure, "left")
 			return
 		}
-		if !s.send(frame) {
+		if note != nil && !s.send(note) {
+			s.fail()
+			return
+		}
+		if frame != nil && !s.send(frame) {
 			s.fail()
 			return
 		}
@@ -244,11 +252,16 @@ func (hb *Hub) Serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID,
 		return nil
 	}
 	// The first position goes out at once, not at the next push round, with the
-	// counts of the store call just made for this waiter (not the last round's).
+	// counts of the store call just made for this waiter (not the last round's), and
+	// the message to the line with it (after add: a change from now on is sent by the
+	// hub too).
 	v := hb.room.Teller(hb.room.Now())(st.Position)
-	v.Type = "position"
+	v.Type, v.Message = "position", ""
 	v.Active, v.Waiting, v.Returned = st.Active, max(st.Waiting, st.Position), st.Returned
 	s.push(appendFrame(&v, nil))
+	if text := hb.room.Message(); text != "" {
+		s.tell(messageFrame(text))
+	}
 	go s.read()
 	return nil
 }

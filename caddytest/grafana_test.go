@@ -1,0 +1,421 @@
+package caddytest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testredis"
+)
+
+// The Grafana dashboard in examples/ is checked against a real Prometheus (Debian's
+// prometheus, started on loopback) scraping two real Caddy processes on one Redis
+// during a small sale: every PromQL expression in the dashboard must come back, through
+// Prometheus's HTTP API, with at least one series and values that make sense for the
+// sale the test runs. An expression over a metric that does not exist, a wrong label
+// or a wrong aggregation over instances fails here, not on the operator's sale day.
+
+// dashboardRateInterval stands in for Grafana's $__rate_interval: four scrapes and
+// more at the test's one-second scrape interval.
+const dashboardRateInterval = "15s"
+
+// dashboardQuery is one target of one panel of the dashboard.
+type dashboardQuery struct {
+	panel, refID, expr string
+}
+
+func (q dashboardQuery) String() string { return fmt.Sprintf("%q %s: %s", q.panel, q.refID, q.expr) }
+
+func dashboardQueries(t *testing.T) []dashboardQuery {
+	t.Helper()
+	raw, err := os.ReadFile("../examples/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Type    string `json:"type"`
+			Targets []struct {
+				RefID string `json:"refId"`
+				Expr  string `json:"expr"`
+			} `json:"targets"`
+			Panels []json.RawMessage `json:"panels"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("examples/grafana-dashboard.json: %v", err)
+	}
+	var out []dashboardQuery
+	for _, p := range dash.Panels {
+		if len(p.Panels) > 0 {
+			t.Fatalf("row %q holds collapsed panels; this test reads only top-level panels", p.Title)
+		}
+		if p.Type != "row" && len(p.Targets) == 0 {
+			t.Fatalf("panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			if tg.Expr == "" {
+				t.Fatalf("panel %q target %s has no expr", p.Title, tg.RefID)
+			}
+			out = append(out, dashboardQuery{p.Title, tg.RefID, tg.Expr})
+		}
+	}
+	return out
+}
+
+// documentedMetrics are the metric names docs/metrics.md lists.
+func documentedMetrics(t *testing.T) []string {
+	t.Helper()
+	doc, err := os.ReadFile("../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range regexp.MustCompile("(?m)^\\| `(caddy_waiting_room_\\w+)` \\|").FindAllStringSubmatch(string(doc), -1) {
+		names = append(names, m[1])
+	}
+	return names
+}
+
+// plausible says whether the values a panel's query returned fit the sale the test
+// runs: capacity 2 on two instances, waiters arriving faster than they are let in,
+// some leaving. Every panel of the dashboard needs a rule here.
+func plausible(panel string, values map[string]float64) error {
+	n := len(values)
+	each := func(ok func(v float64) bool, want string) error {
+		for series, v := range values {
+			if math.IsNaN(v) || math.IsInf(v, 0) || !ok(v) {
+				return fmt.Errorf("series %s is %v, want %s", series, v, want)
+			}
+		}
+		return nil
+	}
+	perInstance := func(err error) error {
+		if err == nil && n != 2 {
+			return fmt.Errorf("%d series, want one per instance (2)", n)
+		}
+		return err
+	}
+	positiveRate := func(v float64) bool { return v > 0 && v < 10_000 }
+	wait := func(v float64) bool { return v > 0 && v <= 7200 }
+	if n == 0 {
+		return fmt.Errorf("no series")
+	}
+	switch panel {
+	case "Active":
+		return each(func(v float64) bool { return v >= 1 && v <= 2 }, "1..2 (capacity 2)")
+	case "Waiting":
+		return each(func(v float64) bool { return v >= 1 }, "at least 1")
+	case "Capacity":
+		return each(func(v float64) bool { return v == 2 }, "2")
+	case "Utilisation":
+		return each(func(v float64) bool { return v > 0 && v <= 1 }, "in (0, 1]")
+	case "Active, waiting and capacity":
+		return each(func(v float64) bool { return v >= 1 }, "at least 1")
+	case "Admissions per minute", "Arrivals into the line per minute", "Abandonment per minute":
+		return each(positiveRate, "a positive rate")
+	case "Wait in line (p50, p90, p99)":
+		return each(wait, "a wait in (0, 7200] s")
+	case "Admissions per minute by instance", "Arrivals into the line per minute by instance",
+		"Abandonment per minute by instance":
+		return perInstance(each(positiveRate, "a positive rate"))
+	case "Median wait by instance":
+		return perInstance(each(wait, "a wait in (0, 7200] s"))
+	case "Instances reporting":
+		return each(func(v float64) bool { return v == 2 }, "2")
+	}
+	return fmt.Errorf("no plausibility rule for panel %q: add one to this test", panel)
+}
+
+// prometheusPath finds Debian's prometheus, or skips loudly (fails under CI).
+func prometheusPath(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"prometheus", "/usr/bin/prometheus"} {
+		if path, err := exec.LookPath(p); err == nil {
+			return path
+		}
+	}
+	msg := "prometheus not found: SKIPPING the Grafana dashboard's check against a real Prometheus " +
+		"(apt-get install prometheus, or run .ci/run)"
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Log("!!!!!!!! " + msg)
+	t.Skip(msg)
+	return ""
+}
+
+// startPrometheus runs prometheus on a free loopback port, scraping targets (host:port
+// of Caddy admin endpoints) every second, and returns its base URL.
+func startPrometheus(t *testing.T, targets []string) string {
+	t.Helper()
+	bin := prometheusPath(t)
+	dir := t.TempDir()
+	quoted := make([]string, len(targets))
+	for i, tg := range targets {
+		quoted[i] = strconv.Quote(tg)
+	}
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: caddy
+    static_configs:
+      - targets: [%s]
+`, strings.Join(quoted, ", "))
+	cfgPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	logPath := filepath.Join(dir, "prometheus.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr, "--log.level=warn")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting prometheus: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); logFile.Close(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	base := "http://" + addr
+	waitFor(t, "prometheus to be ready", func() bool {
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(logPath)
+			t.Fatalf("prometheus exited:\n%s", tail(string(log), 3000))
+		default:
+		}
+		resp, err := http.Get(base + "/-/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return base
+}
+
+// promQuery evaluates expr now through Prometheus's HTTP API and returns each series'
+// value, keyed by its labels.
+func promQuery(base, expr string) (map[string]float64, error) {
+	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(expr))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var out struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			ResultType string `json:"resultType"`
+			Result     []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return nil, fmt.Errorf("%d %s", resp.StatusCode, body)
+	}
+	if out.Status != "success" {
+		return nil, fmt.Errorf("prometheus: %s", out.Error)
+	}
+	if out.Data.ResultType != "vector" {
+		return nil, fmt.Errorf("result type %s, want vector", out.Data.ResultType)
+	}
+	values := map[string]float64{}
+	for _, r := range out.Data.Result {
+		s, _ := r.Value[1].(string)
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, fmt.Errorf("value %v: %v", r.Value[1], err)
+		}
+		values[fmt.Sprint(r.Metric)] = v
+	}
+	return values, nil
+}
+
+// sale runs a small sale on the fleet until stop: two arrivals per round, alternating
+// instances; the head of the line polls and, once in, checks out three rounds later
+// (which frees the slot), so the line grows; every third round the last waiter leaves
+// from the page. It counts what it did, and every request that failed.
+type sale struct {
+	rounds, admitted, left, errors atomic.Int64
+	lastErr                        atomic.Value
+}
+
+func (s *sale) fail(err error) {
+	s.errors.Add(1)
+	s.lastErr.Store(err.Error())
+}
+
+func (s *sale) run(ctx context.Context, f *fleet) {
+	type buyer struct {
+		g     *guest
+		round int
+	}
+	var line []*guest
+	var buyers []buyer
+	for i := 0; ctx.Err() == nil; i++ {
+		s.rounds.Add(1)
+		nd := f.nodes[i%2]
+		for len(buyers) > 0 && i-buyers[0].round >= 3 {
+			if _, _, err := buyers[0].g.get(nd.base, "/shop/done", ""); err != nil {
+				s.fail(err)
+			}
+			buyers = buyers[1:]
+		}
+		for range 2 {
+			g := newGuest()
+			if _, ok, err := g.place(nd.base, "/shop"); err != nil {
+				s.fail(err)
+			} else if ok {
+				buyers = append(buyers, buyer{g, i})
+			} else {
+				line = append(line, g)
+			}
+		}
+		for j := 0; j < len(line) && j < 4; {
+			_, ok, err := line[j].place(nd.base, "/shop")
+			switch {
+			case err != nil:
+				s.fail(err)
+				j++
+			case ok:
+				s.admitted.Add(1)
+				buyers = append(buyers, buyer{line[j], i})
+				line = slices.Delete(line, j, j+1)
+			default:
+				j++
+			}
+		}
+		if i%3 == 0 && len(line) > 4 {
+			g := line[len(line)-1]
+			line = line[:len(line)-1]
+			if c, err := g.socket(ctx, nd.base, "/shop"); err != nil {
+				s.fail(err)
+			} else {
+				if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"leave"}`)); err != nil {
+					s.fail(err)
+				} else {
+					s.left.Add(1)
+				}
+				c.Close(websocket.StatusNormalClosure, "")
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func TestGrafanaDashboardAgainstRealPrometheus(t *testing.T) {
+	queries := dashboardQueries(t)
+	documented := documentedMetrics(t)
+	if len(documented) < 7 {
+		t.Fatalf("docs/metrics.md lists %d metrics; the table's shape changed?", len(documented))
+	}
+	metricName := regexp.MustCompile(`caddy_\w+`)
+	for _, q := range queries {
+		for _, m := range metricName.FindAllString(q.expr, -1) {
+			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(m, "_bucket"), "_sum"), "_count")
+			if !slices.Contains(documented, m) && !slices.Contains(documented, base) {
+				t.Errorf("%v uses %s, which docs/metrics.md does not list", q, m)
+			}
+		}
+	}
+
+	srv := testredis.Start(t)
+	room := uniqueRoom(t)
+	f := startFleet(t, 2, func(int) string {
+		return roomBlock(room, "/shop*", 2, "redis redis://"+srv.Addr, "queue_ttl 2m")
+	})
+	var targets []string
+	for _, nd := range f.nodes {
+		targets = append(targets, strings.TrimPrefix(nd.admin, "http://"))
+	}
+	prom := startPrometheus(t, targets)
+	waitFor(t, "prometheus to scrape both instances", func() bool {
+		up, err := promQuery(prom, `up{job="caddy"} == 1`)
+		return err == nil && len(up) == 2
+	})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var s sale
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); s.run(ctx, f) }()
+	stopSale := func() { cancel(); wg.Wait() }
+	defer stopSale()
+
+	// Rates and quantiles need a few scrapes of the sale: each query is asked until it
+	// answers plausibly (a liveness bound, not a timing assertion).
+	passed := map[int]bool{}
+	last := map[int]string{}
+	evaluated := 0
+	deadline := time.Now().Add(90 * time.Second)
+	for len(passed) < len(queries) && time.Now().Before(deadline) {
+		for i, q := range queries {
+			if passed[i] {
+				continue
+			}
+			expr := strings.ReplaceAll(q.expr, "$__rate_interval", dashboardRateInterval)
+			expr = strings.ReplaceAll(expr, "$room", regexp.QuoteMeta(room))
+			values, err := promQuery(prom, expr)
+			evaluated++
+			if err == nil {
+				err = plausible(q.panel, values)
+			}
+			if err != nil {
+				last[i] = fmt.Sprintf("%v (%v)", err, values)
+				continue
+			}
+			passed[i] = true
+			t.Logf("%s -> %v", q, values)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	stopSale()
+	t.Logf("sale: %d rounds, %d admitted from the line, %d left, %d request errors; %d evaluations of %d queries",
+		s.rounds.Load(), s.admitted.Load(), s.left.Load(), s.errors.Load(), evaluated, len(queries))
+	if n := s.errors.Load(); n > 0 {
+		t.Errorf("the sale had %d failed requests; the last: %v", n, s.lastErr.Load())
+	}
+	if s.admitted.Load() == 0 || s.left.Load() == 0 {
+		t.Errorf("the sale admitted %d from the line and saw %d leave: the test needs both", s.admitted.Load(), s.left.Load())
+	}
+	for i, q := range queries {
+		if !passed[i] {
+			t.Errorf("%v: never plausible; last: %s", q, last[i])
+		}
+	}
+}

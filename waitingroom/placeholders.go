@@ -1,0 +1,104 @@
+package waitingroom
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+)
+
+// The room's placeholders, for the routes behind it (reverse_proxy's header_up,
+// request_header) and for access logs (log_append). docs/placeholders.md is the table.
+const placeholderPrefix = "http.waiting_room."
+
+// What {http.waiting_room.status} says.
+const (
+	visitAdmitted    = "admitted"
+	visitQueued      = "queued"
+	visitRejected    = "rejected"
+	visitUnavailable = "unavailable"
+)
+
+// visit is what the room decided about one request. Its placeholders are given to the
+// request's replacer as one provider, read when a placeholder is asked for: an
+// admitted request that no route asks about pays for this struct and the provider,
+// never for formatting an id.
+type visit struct {
+	room     string
+	status   string
+	id       queue.VisitorID
+	hasID    bool
+	waited   time.Duration // how long the visitor waited in line; waitedKnown says if set
+	known    bool
+	position int
+}
+
+// visitOf returns the request's visit, registered with its replacer; nil (which every
+// method takes) when the request has none (outside Caddy's HTTP server).
+func (h *Handler) visitOf(r *http.Request) *visit {
+	repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if !ok || repl == nil {
+		return nil
+	}
+	v := &visit{room: h.Name}
+	repl.Map(v.placeholder)
+	return v
+}
+
+// admitted records an admitted visitor; waited is how long they waited in line, or
+// negative when this request does not say (a later request of their session).
+func (v *visit) admitted(id queue.VisitorID, waited time.Duration) {
+	if v == nil {
+		return
+	}
+	v.status, v.id, v.hasID = visitAdmitted, id, true
+	v.waited, v.known = max(waited, 0), waited >= 0
+}
+
+// queued records a waiter at position.
+func (v *visit) queued(id queue.VisitorID, position int) {
+	if v == nil {
+		return
+	}
+	v.status, v.id, v.hasID, v.position = visitQueued, id, true, position
+}
+
+// decided records an answer without a visitor: rejected or unavailable.
+func (v *visit) decided(status string) {
+	if v == nil {
+		return
+	}
+	v.status = status
+}
+
+func (v *visit) placeholder(key string) (any, bool) {
+	name, ok := strings.CutPrefix(key, placeholderPrefix)
+	if !ok {
+		return nil, false
+	}
+	switch name {
+	case "room":
+		return v.room, true
+	case "status":
+		return v.status, true
+	case "visitor":
+		if v.hasID {
+			return v.id.String(), true
+		}
+		return "", true
+	case "waited_seconds":
+		if v.known {
+			return int(v.waited / time.Second), true
+		}
+		return "", true
+	case "position":
+		if v.status == visitQueued {
+			return v.position, true
+		}
+		return "", true
+	}
+	return nil, false
+}

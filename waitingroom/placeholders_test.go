@@ -1,0 +1,109 @@
+package waitingroom
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+)
+
+// visitWithReplacer is visit with a Caddy replacer on the request, as Caddy's server
+// gives every request; it returns the placeholders as the routes behind the room read
+// them (from inside the next handler, for an admitted visitor) or after the answer.
+func (tr *testRoom) visitWithReplacer(cookie string) (map[string]string, string) {
+	tr.t.Helper()
+	r := httptest.NewRequest(http.MethodGet, "http://shop.example/tickets", nil)
+	r.Header.Set("Accept", "application/json")
+	if cookie != "" {
+		r.Header.Set("Cookie", tr.h.Cookie.Name+"="+cookie)
+	}
+	repl := caddy.NewReplacer()
+	r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, repl))
+	read := func() map[string]string {
+		got := map[string]string{}
+		for _, k := range []string{"room", "visitor", "status", "waited_seconds", "position"} {
+			v, ok := repl.GetString("http.waiting_room." + k)
+			if !ok {
+				tr.t.Fatalf("{http.waiting_room.%s} is unknown", k)
+			}
+			got[k] = v
+		}
+		return got
+	}
+	var inside map[string]string
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		inside = read()
+		return nil
+	})
+	w := httptest.NewRecorder()
+	if err := serveAsCaddy(tr.h, w, r, next); err != nil {
+		tr.t.Fatal(err)
+	}
+	for _, c := range w.Result().Cookies() {
+		if c.Name == tr.h.Cookie.Name {
+			cookie = c.Value
+		}
+	}
+	if inside != nil {
+		return inside, cookie
+	}
+	return read(), cookie
+}
+
+func TestPlaceholders(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	first, firstCookie := tr.visitWithReplacer("")
+	if first["room"] != tr.h.Name || first["status"] != "admitted" || first["waited_seconds"] != "0" ||
+		len(first["visitor"]) != 32 || first["position"] != "" {
+		t.Fatalf("admitted at join: %v", first)
+	}
+	again, _ := tr.visitWithReplacer(firstCookie)
+	if again["status"] != "admitted" || again["visitor"] != first["visitor"] || again["waited_seconds"] != "" {
+		t.Fatalf("a later request of the session: %v (first %v)", again, first)
+	}
+
+	waiting, cookie := tr.visitWithReplacer("")
+	if waiting["status"] != "queued" || waiting["position"] != "1" || len(waiting["visitor"]) != 32 ||
+		waiting["visitor"] == first["visitor"] || waiting["waited_seconds"] != "" {
+		t.Fatalf("queued: %v", waiting)
+	}
+	tr.clock.Advance(42 * time.Second)
+	tr.queued(cookie) // keeps the place
+	if err := (control{h: tr.h}).removeVisitor(context.Background(), mustID(t, first["visitor"])); err != nil {
+		t.Fatal(err)
+	}
+	tr.step()
+	in, _ := tr.visitWithReplacer(cookie)
+	if in["status"] != "admitted" || in["visitor"] != waiting["visitor"] || in["waited_seconds"] != "42" {
+		t.Fatalf("admitted from the line after 42 s: %v", in)
+	}
+}
+
+func TestPlaceholdersRejectedAndTooMany(t *testing.T) {
+	tr := newTestRoomWith(t, 1, func(h *Handler) {
+		h.Mode = "reject"
+		h.PerIP = &PerIP{MaxJoins: 2, JoinWindow: caddy.Duration(time.Minute)}
+	})
+	tr.visitWithReplacer("")
+	if got, _ := tr.visitWithReplacer(""); got["status"] != "rejected" || got["visitor"] != "" {
+		t.Fatalf("turned away by the reject mode: %v", got)
+	}
+	if got, _ := tr.visitWithReplacer(""); got["status"] != "rejected" || got["visitor"] != "" {
+		t.Fatalf("over the per-IP cap: %v", got)
+	}
+}
+
+func mustID(t *testing.T, s string) queue.VisitorID {
+	t.Helper()
+	id, err := queue.ParseVisitorID(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
