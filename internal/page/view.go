@@ -42,6 +42,8 @@ func (v *View) Data(lang, mode, nonce string) Data {
 		Progress:       progress(v.Position, v.Waiting),
 		RefreshSeconds: v.RefreshSeconds,
 		Lottery:        v.Lottery,
+		AwayTTLSeconds: v.AwayTTLSeconds,
+		Returned:       v.Returned,
 		Nonce:          nonce,
 	}
 	if v.ETASeconds != nil {
