@@ -308,6 +308,7 @@ type roomObject struct {
 	Capacity      int    `json:"capacity"`
 	Active        int    `json:"active"`
 	Waiting       int    `json:"waiting"`
+	Away          int    `json:"away"`
 	AdmittedTotal uint64 `json:"admitted_total"`
 	Store         string `json:"store"`
 	Configured    struct {

@@ -157,6 +157,8 @@ type queueAnswer struct {
 	Capacity       int    `json:"capacity"`
 	ETASeconds     *int   `json:"eta_seconds"`
 	RefreshSeconds int    `json:"refresh_seconds"`
+	AwayTTLSeconds int    `json:"away_ttl_seconds"`
+	Returned       bool   `json:"returned"`
 }
 
 // socket opens the waiting page's WebSocket with the visitor's cookies.

@@ -121,15 +121,15 @@ func TestLiveOversizedClientMessageClosesAndKeepsThePlace(t *testing.T) {
 		t.Fatalf("a new socket's first message is %+v, want position 2", m)
 	}
 
-	// Exactly the limit: read, and here a leave, so the place is given up (4001) and the
-	// waiter behind moves up.
+	// Exactly the limit: read, and here a leave, so the place is given up (1000, "left")
+	// and the waiter behind moves up.
 	aheadWS := ahead.socket("/")
 	next(t, aheadWS)
 	if err := aheadWS.Write(context.Background(), websocket.MessageText, padded(512)); err != nil {
 		t.Fatal(err)
 	}
-	if code := closedWith(t, aheadWS); code != 4001 {
-		t.Fatalf("a %d-byte leave closed the socket with %v, want 4001 (place lost)", 512, code)
+	if code := closedWith(t, aheadWS); code != websocket.StatusNormalClosure {
+		t.Fatalf("a %d-byte leave closed the socket with %v, want 1000 (left)", 512, code)
 	}
 	if q, _ := me.place("/"); q.Position != 1 {
 		t.Fatalf("after the waiter ahead left, at %d, want 1", q.Position)

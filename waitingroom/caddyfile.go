@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +41,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		mode        fifo|random|passthrough|reject|queue_all|suspended
 //		session_ttl <duration>
 //		queue_ttl   <duration>
+//		away_ttl    <duration>|0
 //		status_code <code>
 //		reject_status_code <code>
 //		fail        open|closed
@@ -75,6 +77,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	seen := map[string]bool{}
+	var awayTooShort error // away_ttl below queue_ttl, on away_ttl's line
 	for d.NextBlock(0) {
 		sub := d.Val()
 		if seen[sub] {
@@ -102,6 +105,11 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.SessionTTL, err = duration(d)
 		case "queue_ttl":
 			h.QueueTTL, err = duration(d)
+		case "away_ttl":
+			var away caddy.Duration
+			away, err = durationOrZero(d)
+			h.AwayTTL = &away
+			awayTooShort = d.Errf("away_ttl %v is shorter than queue_ttl: a quiet waiter is kept at least as long as a present one (0 loses the place at queue_ttl)", time.Duration(away))
 		case "status_code":
 			h.StatusCode, err = statusCode(d, sub)
 		case "reject_status_code":
@@ -147,6 +155,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	}
 	if h.Capacity == 0 {
 		return missingCapacity
+	}
+	if a := h.AwayTTL; a != nil && *a > 0 && time.Duration(*a) < cmp.Or(time.Duration(h.QueueTTL), defaultQueueTTL) {
+		return awayTooShort
 	}
 	return nil
 }
@@ -350,6 +361,19 @@ func duration(d *caddyfile.Dispenser) (caddy.Duration, error) {
 	v, err := caddy.ParseDuration(s)
 	if err != nil || v <= 0 {
 		return 0, d.Errf("bad duration %q: want a positive duration such as 30s or 5m", s)
+	}
+	return caddy.Duration(v), nil
+}
+
+// durationOrZero reads a duration that may be 0 (off).
+func durationOrZero(d *caddyfile.Dispenser) (caddy.Duration, error) {
+	s, err := oneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	v, err := caddy.ParseDuration(s)
+	if err != nil || v < 0 {
+		return 0, d.Errf("bad duration %q: want 0 or a positive duration such as 10m", s)
 	}
 	return caddy.Duration(v), nil
 }

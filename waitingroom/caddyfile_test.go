@@ -38,6 +38,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 				capacity 100
 				session_ttl 10m
 				queue_ttl 30s
+				away_ttl 0
 				status_code 503
 				fail closed
 				secret {env.WAITING_ROOM_SECRET} old-1 old-2
@@ -57,6 +58,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 				Capacity:        100,
 				SessionTTL:      caddy.Duration(10 * time.Minute),
 				QueueTTL:        caddy.Duration(30 * time.Second),
+				AwayTTL:         new(caddy.Duration),
 				StatusCode:      503,
 				Fail:            "closed",
 				Secret:          "{env.WAITING_ROOM_SECRET}",
@@ -288,6 +290,24 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 			input:   "waiting_room {\n capacity 1\n name dashboard\n}",
 			wantErr: `name "dashboard" is reserved`,
 			line:    3,
+		},
+		{
+			name:    "away_ttl below queue_ttl, named on its own line",
+			input:   "waiting_room {\n name a\n away_ttl 90s\n capacity 1\n queue_ttl 2m\n}",
+			wantErr: "away_ttl 1m30s is shorter than queue_ttl",
+			line:    3,
+		},
+		{
+			name:    "away_ttl below the default queue_ttl",
+			input:   "waiting_room {\n name a\n capacity 1\n away_ttl 30s\n}",
+			wantErr: "away_ttl 30s is shorter than queue_ttl",
+			line:    4,
+		},
+		{
+			name:    "away_ttl negative",
+			input:   "waiting_room {\n name a\n capacity 1\n away_ttl -5m\n}",
+			wantErr: `bad duration "-5m": want 0 or a positive duration`,
+			line:    4,
 		},
 		{
 			name:    "capacity 0",
@@ -643,6 +663,11 @@ func TestValidate(t *testing.T) {
 		{name: "event without end", json: `{"name":"a","capacity":1,"events":[{"start":"2030-11-28T09:00:00Z"}]}`, wantErr: "event 1: an event needs a start and an end"},
 		{name: "negative session_ttl", json: `{"name":"a","capacity":1,"session_ttl":"-1s"}`, wantErr: "session_ttl must not be negative, got -1s"},
 		{name: "negative queue_ttl", json: `{"name":"a","capacity":1,"queue_ttl":-1}`, wantErr: "queue_ttl must not be negative"},
+		{name: "away_ttl off", json: `{"name":"a","capacity":1,"away_ttl":0}`},
+		{name: "away_ttl 20m", json: `{"name":"a","capacity":1,"queue_ttl":"2m","away_ttl":"20m"}`},
+		{name: "away_ttl below queue_ttl", json: `{"name":"a","capacity":1,"queue_ttl":"2m","away_ttl":"90s"}`, wantErr: "away_ttl must be 0 or at least queue_ttl (2m0s), got 1m30s"},
+		{name: "away_ttl below the default queue_ttl", json: `{"name":"a","capacity":1,"away_ttl":"30s"}`, wantErr: "away_ttl must be 0 or at least queue_ttl (1m0s), got 30s"},
+		{name: "negative away_ttl", json: `{"name":"a","capacity":1,"away_ttl":"-1m"}`, wantErr: "away_ttl must be 0 or at least queue_ttl"},
 		{name: "bad cookie name", json: `{"name":"a","capacity":1,"cookie":{"name":"a b"}}`, wantErr: `cookie: name "a b": only letters, digits, '-' and '_' are allowed`},
 		{name: "bad same_site", json: `{"name":"a","capacity":1,"cookie":{"same_site":"bogus"}}`, wantErr: `cookie: same_site must be lax, strict or none, got "bogus"`},
 		{name: "same_site none without secure", json: `{"name":"a","capacity":1,"cookie":{"same_site":"none","secure":false}}`, wantErr: "cookie: same_site none needs secure"},

@@ -62,6 +62,7 @@ type settings struct {
 	Mode       string `json:"mode"`
 	SessionTTL string `json:"session_ttl"`
 	QueueTTL   string `json:"queue_ttl"`
+	AwayTTL    string `json:"away_ttl"`
 }
 
 // eventInfo is the scheduled event in progress or in its pre-queue.
@@ -83,9 +84,11 @@ type roomInfo struct {
 	Mode     string `json:"mode"`
 	Capacity int    `json:"capacity"`
 	// Rate is the admission rate limit; null when admissions are bound by capacity only.
-	Rate          *Rate  `json:"rate"`
-	Active        int    `json:"active"`
-	Waiting       int    `json:"waiting"`
+	Rate    *Rate `json:"rate"`
+	Active  int   `json:"active"`
+	Waiting int   `json:"waiting"`
+	// Away counts the waiters gone quiet past queue_ttl who keep their place.
+	Away          int    `json:"away"`
 	AdmittedTotal uint64 `json:"admitted_total"`
 	// ETASeconds is the estimated wait of someone arriving now (null: no data yet).
 	ETASeconds *int `json:"eta_seconds"`
@@ -121,6 +124,7 @@ func (r control) info(ctx context.Context) (roomInfo, error) {
 		Capacity:      p.capacity,
 		Active:        st.Active,
 		Waiting:       st.Waiting,
+		Away:          st.Away,
 		AdmittedTotal: st.AdmittedTotal,
 		Store:         r.h.storeType,
 		Configured: settings{
@@ -129,6 +133,7 @@ func (r control) info(ctx context.Context) (roomInfo, error) {
 			Mode:       configuredMode,
 			SessionTTL: time.Duration(r.h.SessionTTL).String(),
 			QueueTTL:   time.Duration(r.h.QueueTTL).String(),
+			AwayTTL:    r.h.awayTTL().String(),
 		},
 		Overrides: o,
 	}

@@ -17,6 +17,7 @@ var metrics struct {
 	once      sync.Once
 	active    *prometheus.GaugeVec
 	waiting   *prometheus.GaugeVec
+	away      *prometheus.GaugeVec
 	capacity  *prometheus.GaugeVec
 	admitted  *prometheus.CounterVec
 	queued    *prometheus.CounterVec
@@ -35,11 +36,12 @@ func initMetrics() {
 			return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, labels)
 		}
 		metrics.active = gauge("active", "Visitors admitted and holding a slot (room-wide).")
-		metrics.waiting = gauge("waiting", "Visitors waiting in the queue (room-wide).")
+		metrics.waiting = gauge("waiting", "Visitors waiting in the queue and heard from within queue_ttl (room-wide).")
+		metrics.away = gauge("away", "Waiters gone quiet past queue_ttl who keep their place for away_ttl (room-wide).")
 		metrics.capacity = gauge("capacity", "Visitors the room admits at once (effective, after runtime changes).")
 		metrics.admitted = counter("admitted_total", "Visitors admitted by this instance, at once or from the queue.")
 		metrics.queued = counter("queued_total", "Visitors this instance put in the queue.")
-		metrics.abandoned = counter("abandoned_total", "Waiters who left the queue or went silent past queue_ttl, as seen by this instance.")
+		metrics.abandoned = counter("abandoned_total", "Waiters who left the queue, or whose place was dropped after away_ttl (queue_ttl when away_ttl is 0) of silence, as seen by this instance.")
 		metrics.wait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: ns, Subsystem: sub, Name: "wait_seconds",
 			Help:    "How long admitted waiters waited in the queue.",
@@ -50,7 +52,8 @@ func initMetrics() {
 
 // roomMetrics are one room's children of the collectors, looked up once.
 type roomMetrics struct {
-	active, waiting, capacity   prometheus.Gauge
+	active, waiting, away       prometheus.Gauge
+	capacity                    prometheus.Gauge
 	admitted, queued, abandoned prometheus.Counter
 	wait                        prometheus.Observer
 }
@@ -58,7 +61,7 @@ type roomMetrics struct {
 func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, error) {
 	initMetrics()
 	if registry != nil {
-		for _, c := range []prometheus.Collector{metrics.active, metrics.waiting, metrics.capacity,
+		for _, c := range []prometheus.Collector{metrics.active, metrics.waiting, metrics.away, metrics.capacity,
 			metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait} {
 			// Several rooms in one config register the same collectors: that is fine.
 			if err := registry.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
@@ -69,6 +72,7 @@ func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, e
 	return &roomMetrics{
 		active:    metrics.active.WithLabelValues(room),
 		waiting:   metrics.waiting.WithLabelValues(room),
+		away:      metrics.away.WithLabelValues(room),
 		capacity:  metrics.capacity.WithLabelValues(room),
 		admitted:  metrics.admitted.WithLabelValues(room),
 		queued:    metrics.queued.WithLabelValues(room),
@@ -86,7 +90,7 @@ func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, e
 func deleteRoomMetrics(room string) {
 	initMetrics()
 	for _, v := range []interface{ DeleteLabelValues(...string) bool }{metrics.active, metrics.waiting,
-		metrics.capacity, metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait} {
+		metrics.away, metrics.capacity, metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait} {
 		v.DeleteLabelValues(room)
 	}
 }

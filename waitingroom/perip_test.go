@@ -109,7 +109,8 @@ func TestMaxConnectionsPerIP(t *testing.T) {
 // Cookie-less clients hammering the page take tickets they never use again; they must
 // not push real waiters back for longer than queue_ttl. 10,000 such requests arrive
 // amid 100 real waiters who keep in touch; once queue_ttl has passed, the abandoned
-// tickets are gone and every real waiter is back among the first 100.
+// tickets are away (kept for away_ttl, should their owners come back, but counted
+// nowhere) and every real waiter is back among the first 100.
 func TestCookielessFloodExpires(t *testing.T) {
 	tr := newTestRoom(t, 1)
 	tr.visit("", "") // holds the only slot
@@ -141,7 +142,8 @@ func TestCookielessFloodExpires(t *testing.T) {
 			t.Fatalf("after queue_ttl, real waiter %d is at %d, want %d", i+1, v.Position, i+1)
 		}
 	}
-	if st, _ := tr.h.store.Stats(context.Background()); st.Waiting != 100 {
-		t.Fatalf("%d waiting after the flood expired, want the 100 real ones", st.Waiting)
+	if st, _ := tr.h.store.Stats(context.Background()); st.Waiting != 100 || st.Away != 10_000 {
+		t.Fatalf("after queue_ttl: %d waiting and %d away, want the 100 real ones waiting and the flood away",
+			st.Waiting, st.Away)
 	}
 }

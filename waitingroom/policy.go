@@ -186,6 +186,7 @@ func (h *Handler) limitsFor(p policy) queue.Limits {
 		Capacity:   p.capacity,
 		SessionTTL: time.Duration(h.SessionTTL),
 		QueueTTL:   time.Duration(h.QueueTTL),
+		AwayTTL:    h.awayTTL(),
 	}
 	if p.rate.limits() {
 		lim.Rate, lim.RatePer = p.rate.Count, time.Duration(p.rate.Per)
@@ -225,4 +226,12 @@ func (rm *room) drawLots(ctx context.Context, p policy) {
 	if shuffled {
 		rm.logger.Info("event started: queue shuffled", zap.String("room", rm.h.Name), zap.String("event", key))
 	}
+}
+
+// awayTTL is how long a quiet waiter keeps the place (0: lost at queue_ttl).
+func (h *Handler) awayTTL() time.Duration {
+	if h.AwayTTL == nil {
+		return 0
+	}
+	return time.Duration(*h.AwayTTL)
 }

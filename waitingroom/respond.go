@@ -52,6 +52,7 @@ func (h *Handler) viewAt(position int, st *queue.Stats, rate float64, rateKnown 
 		Active:         st.Active,
 		Capacity:       p.capacity,
 		RefreshSeconds: h.refreshSeconds(),
+		AwayTTLSeconds: int(h.awayTTL() / time.Second),
 	}
 	if rateKnown && !p.holds() {
 		s := int(queue.ETA(position, rate) / time.Second)
@@ -79,8 +80,19 @@ func (h *Handler) serveQueued(w http.ResponseWriter, r *http.Request, id queue.V
 	if push.IsWaitingSocket(r) {
 		return h.serveSocket(w, r, id, st)
 	}
-	v := h.queuedView(st.Position, p)
+	v := h.statusView(st, p)
 	return h.respond(w, r, h.StatusCode, v)
+}
+
+// statusView is what a waiter is told right after the store call made for it (a join
+// or a status): the counts that call saw, not the room loop's last tick, so a visitor
+// admitted a moment ago is in active and the waiter's own arrival is in waiting.
+func (h *Handler) statusView(st queue.Status, p policy) page.View {
+	rate, known := h.throughput(p)
+	seen := queue.Stats{Active: st.Active, Waiting: st.Waiting}
+	v := h.viewAt(st.Position, &seen, rate, known, p)
+	v.Returned = st.Returned
+	return v
 }
 
 // serveSocket hands a waiter's WebSocket to the room's hub, within the per-address

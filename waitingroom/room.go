@@ -150,6 +150,7 @@ func (rm *room) tick(ctx context.Context) {
 	rm.est.Observe(now, st.AdmittedTotal)
 	rm.metrics.active.Set(float64(st.Active))
 	rm.metrics.waiting.Set(float64(st.Waiting))
+	rm.metrics.away.Set(float64(st.Away))
 	rm.metrics.capacity.Set(float64(p.capacity))
 }
 

@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -58,9 +59,18 @@ type Handler struct {
 	// request. Default: 5m.
 	SessionTTL caddy.Duration `json:"session_ttl,omitempty"`
 
-	// QueueTTL is how long a waiter keeps the place without being heard from (page
-	// load, poll or WebSocket). Default: 1m.
+	// QueueTTL is how long a waiter counts as present without being heard from (page
+	// load, poll or WebSocket). After that the waiter is away: the place is kept (see
+	// AwayTTL) but counted nowhere and never admitted. Default: 1m.
 	QueueTTL caddy.Duration `json:"queue_ttl,omitempty"`
+
+	// AwayTTL is how long a waiter who has gone quiet (a closed tab, a phone asleep, a
+	// dropped network) keeps the place, counted from when last heard from. Coming back
+	// in time, on any instance, the waiter is back at the same place in arrival order;
+	// if the line passed that place meanwhile, the waiter goes in first. It must be at
+	// least queue_ttl; 0 loses the place at queue_ttl. Default: 10m, or queue_ttl if
+	// that is longer.
+	AwayTTL *caddy.Duration `json:"away_ttl,omitempty"`
 
 	// StatusCode is the HTTP status of the waiting page and its JSON twin: 200, 202,
 	// 429 or 503. Default: 200. (The "temporarily unavailable" page is always 503.)
@@ -127,6 +137,7 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 const (
 	defaultSessionTTL = 5 * time.Minute
 	defaultQueueTTL   = time.Minute
+	defaultAwayTTL    = 10 * time.Minute
 	failOpen          = "open"
 	failClosed        = "closed"
 )
@@ -143,6 +154,10 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	if h.QueueTTL == 0 {
 		h.QueueTTL = caddy.Duration(defaultQueueTTL)
+	}
+	if h.AwayTTL == nil {
+		away := caddy.Duration(max(defaultAwayTTL, time.Duration(h.QueueTTL)))
+		h.AwayTTL = &away
 	}
 	if h.StatusCode == 0 {
 		h.StatusCode = http.StatusOK
@@ -256,6 +271,9 @@ func (h *Handler) Validate() error {
 	}
 	if h.QueueTTL < 0 {
 		return fmt.Errorf("queue_ttl must not be negative, got %v", time.Duration(h.QueueTTL))
+	}
+	if a, q := h.AwayTTL, cmp.Or(time.Duration(h.QueueTTL), defaultQueueTTL); a != nil && (*a < 0 || *a > 0 && time.Duration(*a) < q) {
+		return fmt.Errorf("away_ttl must be 0 or at least queue_ttl (%v), got %v", q, time.Duration(*a))
 	}
 	if h.StatusCode != 0 && !slices.Contains(statusCodes, h.StatusCode) {
 		return fmt.Errorf("status_code must be one of 200, 202, 429 or 503, got %d", h.StatusCode)

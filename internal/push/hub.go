@@ -19,10 +19,15 @@ type Hub struct {
 	store          queue.Store
 	heartbeatEvery time.Duration
 
+	// holder is store as a queue.Holder, or nil: then the hub hears of every waiter
+	// itself (see pushRound.heartbeat), else it holds them (hold.go).
+	holder queue.Holder
+
 	mu      sync.Mutex
 	waiters map[queue.VisitorID]*waiterSockets
 	closed  bool
 	changed bool // waiters came, went or were reticketed since the last round listed them
+	holds   holds
 }
 
 // waiterSockets are the open sockets (tabs) of one waiter; they share the place.
@@ -50,7 +55,9 @@ type Room interface {
 // New returns the hub of room over store. A connected waiter is heard of (its place
 // kept alive in the store) at least every heartbeatEvery.
 func New(room Room, store queue.Store, heartbeatEvery time.Duration) *Hub {
-	return &Hub{room: room, store: store, heartbeatEvery: heartbeatEvery, waiters: make(map[queue.VisitorID]*waiterSockets)}
+	hb := &Hub{room: room, store: store, heartbeatEvery: heartbeatEvery, waiters: make(map[queue.VisitorID]*waiterSockets)}
+	hb.holder, _ = store.(queue.Holder)
+	return hb
 }
 
 // add registers s for the waiter id; false when the hub is shutting down.
@@ -66,6 +73,7 @@ func (hb *Hub) add(id queue.VisitorID, ticket uint64, s *socket) bool {
 		ws = &waiterSockets{ticket: ticket, beatAt: time.Now()}
 		hb.waiters[id] = ws
 		hb.changed = true
+		hb.markHold(id)
 	}
 	ws.sockets = append(ws.sockets, s)
 	return true
@@ -88,6 +96,7 @@ func (hb *Hub) remove(id queue.VisitorID, s *socket) {
 	if len(ws.sockets) == 0 {
 		delete(hb.waiters, id)
 		hb.changed = true
+		hb.markHold(id)
 	}
 }
 
@@ -155,7 +164,7 @@ func (hb *Hub) Run(ctx context.Context) {
 			continue
 		}
 		p.collect(hb)
-		if len(p.ids) == 0 {
+		if len(p.ids) == 0 && !hb.holdsPending() {
 			continue
 		}
 		fetching = true

@@ -15,6 +15,7 @@ import (
 type pushRound struct {
 	waiters   []roundWaiter
 	beats     []queue.VisitorID // the waiters the round's heartbeat covers
+	releases  []queue.VisitorID // the waiters the round lets go of (a Holder store)
 	ids       []queue.VisitorID
 	tickets   []uint64
 	positions []int
@@ -92,6 +93,10 @@ func (p *pushRound) collect(hb *Hub) {
 // A round beats at most twice its fair share, so a crowd that arrived together
 // spreads out after one interval, and no beat is later than half an interval.
 func (p *pushRound) heartbeat(ctx context.Context, hb *Hub, now time.Time, every time.Duration) {
+	if hb.holder != nil {
+		p.hold(ctx, hb, now, every)
+		return
+	}
 	wall := time.Now()
 	limit := len(p.waiters)
 	if rounds := int(every / pushEvery); rounds > 2 {
@@ -127,6 +132,9 @@ func (p *pushRound) heartbeat(ctx context.Context, hb *Hub, now time.Time, every
 // loop leaves alone until fetch returns; the loop then applies the answer.
 func (p *pushRound) fetch(ctx context.Context, hb *Hub, now time.Time, heartbeatEvery time.Duration) error {
 	p.heartbeat(ctx, hb, now, heartbeatEvery)
+	if len(p.tickets) == 0 {
+		return nil // the round only let go of waiters
+	}
 	if err := hb.store.Positions(ctx, p.tickets, p.positions); err != nil {
 		return err
 	}

@@ -73,6 +73,7 @@ type socket struct {
 	pending  []byte // the latest position not yet written, framed
 	admitted bool
 	lost     bool
+	left     bool
 	closing  bool
 	writing  bool // a writer goroutine is on its way or running
 	done     bool // the writer closed the connection: nothing more is written
@@ -157,6 +158,17 @@ func (s *socket) lose() {
 	}
 }
 
+// leave ends the socket of a waiter who gave up the place from this page.
+func (s *socket) leave() {
+	s.mu.Lock()
+	s.left = true
+	start := s.wakeLocked()
+	s.mu.Unlock()
+	if start {
+		go s.write()
+	}
+}
+
 func (s *socket) shutdown() {
 	s.mu.Lock()
 	s.closing = true
@@ -190,9 +202,9 @@ func (s *socket) write() {
 	}
 	for {
 		s.mu.Lock()
-		frame, admitted, lost, closing := s.pending, s.admitted, s.lost, s.closing
+		frame, admitted, lost, left, closing := s.pending, s.admitted, s.lost, s.left, s.closing
 		s.pending = nil
-		s.done = admitted || lost || closing
+		s.done = admitted || lost || left || closing
 		if frame == nil && !s.done {
 			s.writing = false
 			s.mu.Unlock()
@@ -209,6 +221,9 @@ func (s *socket) write() {
 			return
 		case lost:
 			s.c.Close(closeLost, "place lost")
+			return
+		case left:
+			s.c.Close(websocket.StatusNormalClosure, "left")
 			return
 		}
 		if !s.send(frame) {
@@ -248,9 +263,11 @@ func (hb *Hub) Serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID,
 		s.end()
 		return nil
 	}
-	// The first position goes out at once, not at the next push round.
+	// The first position goes out at once, not at the next push round, with the
+	// counts of the store call just made for this waiter (not the last round's).
 	v := hb.room.Teller(hb.room.Now())(st.Position)
 	v.Type = "position"
+	v.Active, v.Waiting, v.Returned = st.Active, max(st.Waiting, st.Position), st.Returned
 	s.push(appendFrame(&v, nil))
 	go s.read()
 	return nil
@@ -281,7 +298,7 @@ func (s *socket) read() {
 			hb.room.Left(s.id)
 		}
 		// Other tabs of this waiter learn it at the next push round.
-		s.lose()
+		s.leave()
 	}
 }
 

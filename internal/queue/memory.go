@@ -18,16 +18,20 @@ type MemoryStore struct {
 	// sweeps only look at the front.
 	active visitorList
 
-	// The queue: slots[i] holds the waiter with ticket base+i, nil once it left. live
-	// counts the non-nil slots so a position is one prefix sum. head is the first slot
-	// that may still be live.
+	// The queue: slots[i] holds the waiter with ticket base+i, present or away, nil
+	// once the place is gone. live counts the present waiters' slots, so a position is
+	// one prefix sum and the head is one descent. head is the first slot that may
+	// still be held (compaction drops the slots before it).
 	slots   []*memVisitor
 	live    fenwick
 	base    uint64
 	head    int
-	waiting int
-	// heard holds waiters ordered by last-heard, oldest first, for liveness sweeps.
+	waiting int // present waiters
+	away    int // away waiters
+	// heard holds the present waiters ordered by last-heard, oldest first, and gone
+	// the away ones, likewise: each sweep looks only at a front.
 	heard visitorList
+	gone  visitorList
 
 	nextTicket    uint64
 	admittedTotal uint64
@@ -46,10 +50,12 @@ type MemoryStore struct {
 }
 
 // memVisitor is one visitor: in the active list when admitted, in a slot and the heard
-// list when queued. About 120 bytes per waiter with the map entry, slot and tree node.
+// (or, away, the gone) list when queued. About 120 bytes per waiter with the map
+// entry, slot and tree node.
 type memVisitor struct {
 	id         VisitorID
 	state      State
+	away       bool // queued, but not heard from within QueueTTL
 	ticket     uint64
 	at         int64 // last seen (admitted) or last heard (queued), unix nanoseconds
 	prev, next *memVisitor
@@ -76,14 +82,15 @@ func (s *MemoryStore) Join(_ context.Context, id VisitorID, now time.Time, lim L
 	if s.waiting == 0 && !lim.Hold && s.active.len < lim.Capacity && s.rateBudgetLocked(now, lim) != 0 {
 		s.visitors[id] = v
 		s.admitLocked(v, now, lim)
-		return Status{State: Admitted}, nil
+		return Status{State: Admitted, Active: s.active.len}, nil
 	}
 	if lim.NoQueue {
-		return Status{State: Rejected}, nil
+		return Status{State: Rejected, Active: s.active.len, Waiting: s.waiting}, nil
 	}
 	s.visitors[id] = v
 	s.enqueueLocked(v)
-	return Status{State: Queued, Ticket: v.ticket, Position: s.positionLocked(v.ticket)}, nil
+	return Status{State: Queued, Ticket: v.ticket, Position: s.positionLocked(v.ticket),
+		Active: s.active.len, Waiting: s.waiting}, nil
 }
 
 func (s *MemoryStore) Status(_ context.Context, id VisitorID, now time.Time) (Status, error) {
@@ -96,13 +103,32 @@ func (s *MemoryStore) Status(_ context.Context, id VisitorID, now time.Time) (St
 	return s.statusLocked(v, now), nil
 }
 
-// statusLocked reports v's standing; for a waiter it also refreshes last-heard.
+// statusLocked reports v's standing; for a waiter it also refreshes last-heard, which
+// brings an away waiter back.
 func (s *MemoryStore) statusLocked(v *memVisitor, now time.Time) Status {
 	if v.state == Admitted {
-		return Status{State: Admitted}
+		return Status{State: Admitted, Active: s.active.len, Waiting: s.waiting}
 	}
-	s.refreshLocked(&s.heard, v, now)
-	return Status{State: Queued, Ticket: v.ticket, Position: s.positionLocked(v.ticket)}
+	returned := s.hearLocked(v, now)
+	return Status{State: Queued, Ticket: v.ticket, Position: s.positionLocked(v.ticket), Returned: returned,
+		Active: s.active.len, Waiting: s.waiting}
+}
+
+// hearLocked records that waiter v was heard from at now, bringing it back to its
+// ticket if it was away, and reports whether it was.
+func (s *MemoryStore) hearLocked(v *memVisitor, now time.Time) bool {
+	if !v.away {
+		s.refreshLocked(&s.heard, v, now)
+		return false
+	}
+	v.away = false
+	s.gone.remove(v)
+	s.away--
+	s.live.add(int(v.ticket-s.base), 1)
+	s.waiting++
+	v.at = max(v.at, now.UnixNano())
+	s.heard.pushBack(v)
+	return true
 }
 
 func (s *MemoryStore) Touch(_ context.Context, id VisitorID, now time.Time) (bool, error) {
@@ -121,7 +147,7 @@ func (s *MemoryStore) Heartbeat(_ context.Context, ids []VisitorID, now time.Tim
 	defer s.mu.Unlock()
 	for _, id := range ids {
 		if v := s.visitors[id]; v != nil && v.state == Queued {
-			s.refreshLocked(&s.heard, v, now)
+			s.hearLocked(v, now)
 		}
 	}
 	return nil
@@ -151,7 +177,7 @@ func (s *MemoryStore) Step(_ context.Context, now time.Time, lim Limits) (StepRe
 		if lim.Random {
 			v = s.slots[s.live.find(rand.IntN(s.waiting))]
 		} else {
-			v = s.headLocked()
+			v = s.firstLocked()
 		}
 		s.dequeueLocked(v)
 		s.admitLocked(v, now, lim)
@@ -172,7 +198,7 @@ func (s *MemoryStore) AdmitNow(_ context.Context, n int, now time.Time, lim Limi
 	res := StepResult{Abandoned: s.sweepSilentLocked(now, lim)}
 	s.rateBudgetLocked(now, lim) // drops admissions that left the window
 	for ; n > 0 && s.waiting > 0; n-- {
-		v := s.headLocked()
+		v := s.firstLocked()
 		s.dequeueLocked(v)
 		s.admitLocked(v, now, lim)
 		res.Admitted = append(res.Admitted, v.id)
@@ -184,10 +210,26 @@ func (s *MemoryStore) AdmitNow(_ context.Context, n int, now time.Time, lim Limi
 	return res, nil
 }
 
-// sweepSilentLocked drops the waiters not heard from within QueueTTL and counts them.
+// sweepSilentLocked sends away the waiters not heard from within QueueTTL (or drops
+// them, when nobody is kept away), drops the away waiters not heard from within
+// AwayTTL, and counts the places dropped.
 func (s *MemoryStore) sweepSilentLocked(now time.Time, lim Limits) int {
 	n, nanos := 0, now.UnixNano()
+	keep := lim.AwayTTL > lim.QueueTTL
 	for v := s.heard.front; v != nil && v.at+int64(lim.QueueTTL) <= nanos; v = s.heard.front {
+		if !keep || v.at+int64(lim.Keep()) <= nanos {
+			s.removeLocked(v)
+			n++
+			continue
+		}
+		s.heard.remove(v)
+		s.live.add(int(v.ticket-s.base), -1)
+		s.waiting--
+		v.away = true
+		s.gone.pushBack(v)
+		s.away++
+	}
+	for v := s.gone.front; v != nil && v.at+int64(lim.Keep()) <= nanos; v = s.gone.front {
 		s.removeLocked(v)
 		n++
 	}
@@ -209,8 +251,9 @@ func (s *MemoryStore) rateBudgetLocked(now time.Time, lim Limits) int {
 	return lim.rateBudget(len(s.recent))
 }
 
-// Shuffle permutes the live waiters over their own slots, so the ticket set (and
-// every count the Fenwick tree holds) stays as it is. O(waiters), once per event.
+// Shuffle permutes the held waiters, present and away, over their own slots, so the
+// ticket set stays as it is; the tree follows who is present. O(waiters), once per
+// event.
 func (s *MemoryStore) Shuffle(_ context.Context, key string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -234,6 +277,7 @@ func (s *MemoryStore) Shuffle(_ context.Context, key string) (bool, error) {
 		s.slots[i] = vs[j]
 		vs[j].ticket = s.base + uint64(i)
 	}
+	s.rebuildLiveLocked()
 	return true, nil
 }
 
@@ -242,9 +286,9 @@ func (s *MemoryStore) Reset(context.Context) error {
 	defer s.mu.Unlock()
 	clear(s.visitors)
 	s.active = visitorList{}
-	s.heard = visitorList{}
+	s.heard, s.gone = visitorList{}, visitorList{}
 	s.base = s.nextTicket
-	s.slots, s.live, s.head, s.waiting = s.slots[:0], s.live[:0], 0, 0
+	s.slots, s.live, s.head, s.waiting, s.away = s.slots[:0], s.live[:0], 0, 0, 0
 	return nil
 }
 
@@ -270,7 +314,7 @@ func (s *MemoryStore) Positions(_ context.Context, tickets []uint64, out []int) 
 	defer s.mu.Unlock()
 	for i, t := range tickets {
 		out[i] = 0
-		if t < s.base || t-s.base >= uint64(len(s.slots)) || s.slots[t-s.base] == nil {
+		if t < s.base || t-s.base >= uint64(len(s.slots)) || s.slots[t-s.base] == nil || s.slots[t-s.base].away {
 			continue
 		}
 		out[i] = s.positionLocked(t)
@@ -281,7 +325,7 @@ func (s *MemoryStore) Positions(_ context.Context, tickets []uint64, out []int) 
 func (s *MemoryStore) Stats(context.Context) (Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Active: s.active.len, Waiting: s.waiting, AdmittedTotal: s.admittedTotal}, nil
+	return Stats{Active: s.active.len, Waiting: s.waiting, Away: s.away, AdmittedTotal: s.admittedTotal}, nil
 }
 
 func (s *MemoryStore) Secret(_ context.Context, candidate []byte) ([]byte, error) {
@@ -347,6 +391,11 @@ func (s *MemoryStore) enqueueLocked(v *memVisitor) {
 func (s *MemoryStore) dequeueLocked(v *memVisitor) {
 	i := int(v.ticket - s.base)
 	s.slots[i] = nil
+	if v.away {
+		s.gone.remove(v)
+		s.away--
+		return
+	}
 	s.live.add(i, -1)
 	s.heard.remove(v)
 	s.waiting--
@@ -362,12 +411,10 @@ func (s *MemoryStore) removeLocked(v *memVisitor) {
 	delete(s.visitors, v.id)
 }
 
-// headLocked returns the first live waiter; the caller knows there is one.
-func (s *MemoryStore) headLocked() *memVisitor {
-	for s.slots[s.head] == nil {
-		s.head++
-	}
-	return s.slots[s.head]
+// firstLocked returns the present waiter with the lowest ticket (away waiters before
+// it keep their slots); the caller knows there is one.
+func (s *MemoryStore) firstLocked() *memVisitor {
+	return s.slots[s.live.find(0)]
 }
 
 func (s *MemoryStore) positionLocked(ticket uint64) int {
@@ -388,8 +435,13 @@ func (s *MemoryStore) compactLocked() {
 	s.slots = s.slots[:n]
 	s.base += uint64(s.head)
 	s.head = 0
-	s.live.rebuild(n, func(i int) int32 {
-		if s.slots[i] != nil {
+	s.rebuildLiveLocked()
+}
+
+// rebuildLiveLocked makes the tree count the present waiters' slots again.
+func (s *MemoryStore) rebuildLiveLocked() {
+	s.live.rebuild(len(s.slots), func(i int) int32 {
+		if v := s.slots[i]; v != nil && !v.away {
 			return 1
 		}
 		return 0

@@ -24,7 +24,8 @@ type Store interface {
 	Join(ctx context.Context, id VisitorID, now time.Time, lim Limits) (Status, error)
 
 	// Status reports where a visitor stands. For a waiter it also counts as being heard
-	// from (the waiter's liveness is refreshed), so a page load or poll keeps the place.
+	// from (the waiter's liveness is refreshed), so a page load or poll keeps the place;
+	// an away waiter is back at once (Status.Returned).
 	Status(ctx context.Context, id VisitorID, now time.Time) (Status, error)
 
 	// Touch refreshes an admitted visitor's last-seen time. It reports false when the
@@ -33,30 +34,32 @@ type Store interface {
 	Touch(ctx context.Context, id VisitorID, now time.Time) (bool, error)
 
 	// Heartbeat marks waiters as heard from now, in one batch (the WebSocket hub calls it
-	// for all waiters connected to this instance). Unknown ids are ignored.
+	// for all waiters connected to this instance), bringing back any who were away.
+	// Unknown ids are ignored.
 	Heartbeat(ctx context.Context, ids []VisitorID, now time.Time) error
 
 	// Leave removes a visitor, queued or admitted, and reports whether it was there.
 	// A freed slot is filled by the next Step.
 	Leave(ctx context.Context, id VisitorID) (bool, error)
 
-	// Step is the admission step: it drops admitted visitors not seen for SessionTTL and
-	// waiters not heard from for QueueTTL, then admits live waiters while slots are free
-	// and the rate budget lasts: from the head of the queue, or (Limits.Random) picked
-	// uniformly among the live waiters. With Limits.Hold it admits nobody. The admitted
-	// ids are also announced to subscribers.
+	// Step is the admission step: it drops admitted visitors not seen for SessionTTL,
+	// sends waiters not heard from for QueueTTL away and drops those not heard from for
+	// AwayTTL (see Limits.AwayTTL), then admits present waiters while slots are free and
+	// the rate budget lasts: from the head of the queue, or (Limits.Random) picked
+	// uniformly among the present waiters. An away waiter is never admitted. With
+	// Limits.Hold it admits nobody. The admitted ids are also announced to subscribers.
 	Step(ctx context.Context, now time.Time, lim Limits) (StepResult, error)
 
-	// AdmitNow admits up to n live waiters from the head of the queue at once, beyond
+	// AdmitNow admits up to n present waiters from the head of the queue at once, beyond
 	// capacity and beyond the rate budget if need be (an operator's "let the next n
 	// in"), and announces them like Step does. The admissions still count against the
 	// rate budget, so the steps that follow slow down to keep the rate over the window.
-	// Silent waiters at the head are dropped, not admitted.
+	// Silent waiters at the head are sent away (or dropped), not admitted.
 	AdmitNow(ctx context.Context, n int, now time.Time, lim Limits) (StepResult, error)
 
-	// Shuffle puts the waiters queued now in a uniformly random order (the lottery at
-	// the start of a scheduled event): the set of tickets stays, who holds which one
-	// changes, so everyone who joins later is still behind all of them. It runs at most
+	// Shuffle puts the waiters queued now, present and away, in a uniformly random order
+	// (the lottery at the start of a scheduled event): the set of tickets stays, who
+	// holds which one changes, so everyone who joins later is still behind all of them. It runs at most
 	// once per key in the store's life, however many instances call it, and reports
 	// whether this call shuffled.
 	Shuffle(ctx context.Context, key string) (bool, error)
@@ -73,9 +76,10 @@ type Store interface {
 	SetOverrides(ctx context.Context, doc []byte) error
 
 	// Positions computes, in one call whatever the number of tickets, the 1-based
-	// position of each ticket among the queued waiters (waiters ahead + 1). It writes 0
-	// for a ticket that is no longer queued (admitted, left or expired). out has the
-	// length of tickets.
+	// position of each ticket among the present waiters (present waiters ahead + 1). It
+	// writes 0 for a ticket that is not present (admitted, left, expired or away: the
+	// caller asks Status, which brings an away waiter back). out has the length of
+	// tickets.
 	Positions(ctx context.Context, tickets []uint64, out []int) error
 
 	// Stats returns the room's counters.
@@ -100,8 +104,15 @@ type Limits struct {
 	Capacity int
 	// SessionTTL is how long an admitted visitor keeps the slot without a request.
 	SessionTTL time.Duration
-	// QueueTTL is how long a waiter keeps the place without being heard from.
+	// QueueTTL is how long a waiter counts as present without being heard from. After
+	// that the waiter is away: kept, but not counted in anyone's position nor in
+	// Waiting, never admitted, never holding up the line.
 	QueueTTL time.Duration
+	// AwayTTL is how long, from when last heard from, a waiter keeps the place. A
+	// waiter heard from again before then is back at the same ticket: ahead of
+	// everyone behind it, so a waiter whose turn came while away goes in first. At or
+	// below QueueTTL (0, say) the place is lost at QueueTTL and nobody is ever away.
+	AwayTTL time.Duration
 	// Rate, when above 0, is the most admissions (at join and from the queue) in any
 	// window of RatePer, room-wide. It is a sliding window: the store remembers the
 	// times of the recent admissions, at most Rate of them.
@@ -118,6 +129,9 @@ type Limits struct {
 	NoQueue bool
 }
 
+// Keep is how long a waiter keeps the place without being heard from.
+func (l Limits) Keep() time.Duration { return max(l.AwayTTL, l.QueueTTL) }
+
 // rateBudget is how many more admissions the rate allows, given how many admissions
 // are still inside the window, or -1 when there is no rate limit.
 func (l Limits) rateBudget(recent int) int {
@@ -131,7 +145,8 @@ func (l Limits) rateBudget(recent int) int {
 type StepResult struct {
 	// Admitted are the waiters let in, in ticket order.
 	Admitted []VisitorID
-	// Abandoned counts the waiters dropped for not being heard from within QueueTTL.
+	// Abandoned counts the waiters whose places were dropped for not being heard from
+	// in time (AwayTTL, or QueueTTL when nobody is kept away).
 	Abandoned int
 }
 
@@ -169,16 +184,23 @@ type Status struct {
 	State State
 	// Ticket is the waiter's ticket (Queued only). Tickets grow with arrival order.
 	Ticket uint64
-	// Position is waiters ahead + 1 (Queued only).
+	// Position is present waiters ahead + 1 (Queued only).
 	Position int
+	// Returned says the waiter was away and this call brought them back (Queued only).
+	Returned bool
+	// Active and Waiting are the room's counters as this call saw them (Join and
+	// Status), so an answer shows the room the visitor's own decision was made in.
+	Active, Waiting int
 }
 
 // Stats are a room's counters at one moment.
 type Stats struct {
 	// Active is the number of admitted visitors holding a slot.
 	Active int
-	// Waiting is the number of queued waiters.
+	// Waiting is the number of present waiters (queued and heard from within QueueTTL).
 	Waiting int
+	// Away is the number of waiters keeping their place while quiet (see Limits.AwayTTL).
+	Away int
 	// AdmittedTotal counts every admission ever made in this room (at join and from the
 	// queue). The Estimator measures throughput from its growth.
 	AdmittedTotal uint64

@@ -129,13 +129,13 @@ func fillQueue(b testing.TB, s *roomStore, n int) ([]queue.VisitorID, []uint64) 
 		}
 		for i, c := range cmds {
 			res, err := c.(*redis.Cmd).Int64Slice()
-			if err != nil || len(res) != 3*len(batches[i]) {
+			if err != nil || len(res) != statusReply*len(batches[i]) {
 				b.Fatalf("filling the queue: reply %v for %d visitors: %v", res, len(batches[i]), err)
 			}
 			for j, id := range batches[i] {
-				if res[3*j] == int64(queue.Queued) {
+				if res[statusReply*j] == int64(queue.Queued) {
 					ids = append(ids, id)
-					tickets = append(tickets, uint64(res[3*j+1]))
+					tickets = append(tickets, uint64(res[statusReply*j+1]))
 				}
 			}
 		}

@@ -99,7 +99,7 @@ func (s *roomStore) joinBatch(ctx context.Context, batch []*joinRequest) []joinR
 		args = append(args, r.id[:], r.now.UnixMilli())
 	}
 	res, err := s.run(ctx, joinScript, args...).Int64Slice()
-	if err == nil && len(res) != 3*len(batch) {
+	if err == nil && len(res) != statusReply*len(batch) {
 		err = fmt.Errorf("unexpected reply of %d numbers for %d visitors", len(res), len(batch))
 	}
 	out := make([]joinResult, len(batch))
@@ -108,7 +108,7 @@ func (s *roomStore) joinBatch(ctx context.Context, batch []*joinRequest) []joinR
 			out[i].err = fmt.Errorf("joining room: %w", err)
 			continue
 		}
-		out[i].status, out[i].err = toStatus(res[3*i : 3*i+3])
+		out[i].status, out[i].err = toStatus(res[statusReply*i : statusReply*(i+1)])
 	}
 	return out
 }

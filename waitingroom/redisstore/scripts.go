@@ -2,30 +2,51 @@ package redisstore
 
 import "github.com/redis/go-redis/v9"
 
-// A room lives in seven keys that share one hash tag, so every script touches a single
+// A room lives in eleven keys that share one hash tag, so every script touches a single
 // Cluster slot:
 //
-//	queue          ZSET  visitor id -> ticket                 (the only per-waiter entry)
+//	queue          ZSET  visitor id -> ticket, present or away (the only per-waiter entry)
 //	active         ZSET  visitor id -> last seen, unix ms
-//	meta           HASH  ticket (counter), base, epoch, admitted_total
-//	live           STRING bitmap, bit (ticket-base) set while that ticket is queued
+//	meta           HASH  ticket (counter), base, epoch, admitted_total, away (count)
+//	live           STRING bitmap, bit (ticket-base) set while that ticket's waiter is
+//	                     present: queued and heard from within queue_ttl
+//	held           STRING bitmap, bit (ticket-base) set while the ticket is queued at
+//	                     all, present or away
 //	heard          STRING 4 bytes per ticket: last heard, ms since epoch (big endian)
-//	heard_buckets  ZSET  bucket (256 tickets) -> a lower bound of its waiters' heard
+//	heard_buckets  ZSET  bucket (256 tickets) -> a lower bound of its present waiters' heard
+//	away_buckets   ZSET  bucket -> a lower bound of its away waiters' heard
 //	rate           ZSET  admission number -> admitted at, ms: the admissions inside the
 //	                     rate window (at most the rate's count; empty without a rate)
+//	holders        STRING 2 bytes per ticket: the instance (its slot, 1..65535) holding
+//	                     that waiter's WebSocket, 0 for none
+//	leases         HASH  instance slot -> its lease's last renewal, unix ms
 //
-// base and epoch restart whenever a ticket is issued into an empty queue, so live and
-// heard only span the tickets of the current busy period.
+// base and epoch restart whenever a ticket is issued into an empty queue (no waiter
+// present or away), so the bitmaps and heard only span the tickets of the current busy
+// period.
+//
+// An away waiter keeps its ticket: its live bit is clear, so it is in no position, in
+// no count of waiting, and never at the head; hearing from it sets the bit again. It
+// comes back ahead of every later ticket, which is the "let in first" of a waiter
+// whose turn came while away: everyone present ahead of it has been admitted.
+//
+// A waiter held by an instance (see queue.Holder) counts as heard from at its holder's
+// last renewal. The sweep that finds it silent by its own heard time asks the lease,
+// and if the lease is fresh writes the renewal time as its heard time: a held waiter
+// costs Redis a share of one bucket's sweep per queue_ttl, not a command per
+// heartbeat.
 //
 // Why not a second ZSET of waiters by last-heard: a ZSET entry costs ~120 bytes, two
-// would break the 200-byte budget per waiter. heard costs 4 bytes per ticket, and
-// heard_buckets lets Step find silent waiters without scanning the queue: a bucket's
-// score never exceeds the oldest heard time of its waiters (hearing only raises heard,
-// joins lower the score with ZADD LT, a sweep sets it exactly), so every bucket that may
-// hold a silent waiter scores at or below the cutoff.
+// would break the 200-byte budget per waiter. heard costs 4 bytes per ticket, and the
+// buckets let Step find silent waiters without scanning the queue: a bucket's score
+// never exceeds the oldest heard time of its waiters of that kind (hearing only raises
+// heard, joins, returns and departures lower the score with ZADD LT, a sweep sets it
+// exactly), so every bucket that may hold a silent waiter scores at or below the
+// cutoff.
 const prelude = `
 local queue, active, meta, live, heard, buckets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local rate = KEYS[7]
+local rate, held, gone = KEYS[7], KEYS[8], KEYS[9]
+local holders, leases = KEYS[10], KEYS[11]
 local BUCKET = 256
 
 -- How many more admissions the rate allows at now (-1: no rate limit). It forgets the
@@ -67,22 +88,48 @@ local function hear(off, r)
   end
 end
 
-local function unqueue(id, ticket, base)
-  redis.call('ZREM', queue, id)
-  redis.call('SETBIT', live, ticket - base, 0)
+local function away_count()
+  return tonumber(redis.call('HGET', meta, 'away') or 0)
 end
 
+-- Present waiters: every queued one but the away.
+local function present_count()
+  return redis.call('ZCARD', queue) - away_count()
+end
+
+-- Makes the waiter at offset off (heard at r) present; true when it was away.
+local function revive(off, r)
+  if redis.call('SETBIT', live, off, 1) == 1 then return false end
+  redis.call('HINCRBY', meta, 'away', -1)
+  redis.call('ZADD', buckets, 'LT', r, math.floor(off / BUCKET))
+  return true
+end
+
+local function unqueue(id, ticket, base)
+  redis.call('ZREM', queue, id)
+  redis.call('SETBIT', held, ticket - base, 0)
+  if redis.call('SETBIT', live, ticket - base, 0) == 0 then
+    redis.call('HINCRBY', meta, 'away', -1)
+  end
+end
+
+-- {state, ticket, position, returned, active, waiting} of a queued waiter, heard now.
 local function queued_status(ticket, now)
   local base, epoch = epoch_of()
-  hear(ticket - base, rel(now, epoch))
-  return {1, ticket, redis.call('ZCOUNT', queue, '-inf', ticket)}
+  local off, r = ticket - base, rel(now, epoch)
+  hear(off, r)
+  local returned = 0
+  if revive(off, r) then returned = 1 end
+  local position = redis.call('BITCOUNT', live, 0, off, 'BIT')
+  return {1, ticket, position, returned, redis.call('ZCARD', active), present_count()}
 end
 `
 
 // joinScript takes a batch of new visitors in one round trip. ARGV: capacity, session
 // TTL (ms), rate count, rate window (ms), hold, no-queue, then (id, now) pairs. Returns
-// {state, ticket, position} per visitor, in order: each is decided exactly as if it had
-// come alone, one after the other, inside one atomic script.
+// {state, ticket, position, returned, active, waiting} per visitor, in order: each is
+// decided exactly as if it had come alone, one after the other, inside one atomic
+// script.
 //
 // A command called from Lua costs Redis about as much as the little work most of these
 // do, and Redis is the one thing a fleet shares, so a batch reads what it needs once
@@ -96,10 +143,14 @@ var joinScript = redis.NewScript(prelude + `
 local cap, sttl = tonumber(ARGV[1]), tonumber(ARGV[2])
 local rate_n, rate_per, hold, noqueue = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5] == '1', ARGV[6] == '1'
 
-local waiting = redis.call('ZCARD', queue) -- the pending waiters included
-local swept, nactive = nil, nil            -- active swept up to swept - sttl; its size, once read
+-- The room's counters, read once: the last ticket issued, the queue's base and epoch,
+-- and how many of the queued are away.
+local m = redis.call('HMGET', meta, 'ticket', 'base', 'epoch', 'away')
+local ticket, base, epoch = tonumber(m[1] or 0), tonumber(m[2]), tonumber(m[3])
+local queued = redis.call('ZCARD', queue)   -- present and away, the pending included
+local waiting = queued - tonumber(m[4] or 0) -- present, the pending included
+local swept, nactive = nil, nil             -- active swept up to swept - sttl; its size, once read
 local latest = nil                         -- the latest arrival of a visitor not known before
-local ticket, base, epoch = nil, nil, nil  -- the last ticket issued, and the queue's base and epoch
 local seen = {}                            -- id -> its answer, should a batch repeat one
 
 -- What flush writes for the batch's waiters, gathered as they join: live bits to set
@@ -114,37 +165,48 @@ local function sweep_active(now)
   swept = now
 end
 
+local function active_count()
+  nactive = nactive or redis.call('ZCARD', active)
+  return nactive
+end
+
 local function join(id, now)
-  if seen[id] then return seen[id] end
-  if redis.call('ZSCORE', active, id) then return {2, 0, 0} end
+  -- The counts an answer shows are those of one-by-one calls: the sessions lapsed by
+  -- the latest arrival before this one are gone.
+  if latest then sweep_active(latest) end
+  local again = seen[id]
+  if again then return {again[1], again[2], again[3], 0, active_count(), waiting} end
+  if redis.call('ZSCORE', active, id) then return {2, 0, 0, 0, active_count(), waiting} end
   local t = redis.call('ZSCORE', queue, id)
-  if t then return queued_status(tonumber(t), now) end
+  if t then
+    -- Known and queued: its answer reads the room as it stands, the batch's pending
+    -- waiters included.
+    local st = queued_status(tonumber(t), now)
+    if st[4] == 1 then waiting = waiting + 1 end
+    st[5], st[6] = active_count(), waiting
+    return st
+  end
 
   -- Every new arrival expires the lapsed sessions; only an admission needs that done
   -- before it decides, the rest is done once, for the latest, at the end.
   if not latest or now > latest then latest = now end
   if waiting == 0 and not hold then
     sweep_active(now)
-    nactive = nactive or redis.call('ZCARD', active)
-    if nactive < cap and rate_budget(now, rate_n, rate_per) ~= 0 then
+    if active_count() < cap and rate_budget(now, rate_n, rate_per) ~= 0 then
       redis.call('ZADD', active, now, id)
       nactive = nactive + 1
       redis.call('HINCRBY', meta, 'admitted_total', 1)
       rate_record(now, rate_n, rate_per, 1)
-      return {2, 0, 0}
+      return {2, 0, 0, 0, nactive, 0}
     end
   end
-  if noqueue then return {3, 0, 0} end
+  if noqueue then return {3, 0, 0, 0, active_count(), waiting} end
 
-  if not ticket then
-    local v = redis.call('HMGET', meta, 'ticket', 'base', 'epoch')
-    ticket, base, epoch = tonumber(v[1] or 0), tonumber(v[2]), tonumber(v[3])
-  end
   ticket = ticket + 1
-  if waiting == 0 then
+  if queued == 0 then
     base, epoch = ticket, now
-    redis.call('HSET', meta, 'base', base, 'epoch', epoch)
-    redis.call('DEL', live, heard, buckets)
+    redis.call('HSET', meta, 'base', base, 'epoch', epoch, 'away', 0)
+    redis.call('DEL', live, held, heard, buckets, gone, holders)
   end
   local off, r = ticket - base, rel(now, epoch)
   first = first or off
@@ -155,8 +217,8 @@ local function join(id, now)
   entries[n + 1], entries[n + 2] = ticket, id
   local b = math.floor(off / BUCKET)
   if not lowest[b] or r < lowest[b] then lowest[b] = r end
-  waiting = waiting + 1
-  return {1, ticket, waiting}
+  waiting, queued = waiting + 1, queued + 1
+  return {1, ticket, waiting, 0, active_count(), waiting}
 end
 
 -- Writes the batch's waiters: their live bits, heard times and queue entries, each
@@ -167,6 +229,7 @@ local function flush()
   if not first then return end
   redis.call('HSET', meta, 'ticket', ticket)
   redis.call('BITFIELD', live, unpack(bits))
+  redis.call('BITFIELD', held, unpack(bits))
   redis.call('SETRANGE', heard, first * 4, table.concat(times))
   for b, r in pairs(lowest) do redis.call('ZADD', buckets, 'LT', r, b) end
   redis.call('ZADD', queue, unpack(entries))
@@ -178,18 +241,19 @@ for i = 7, #ARGV, 2 do
   local r = join(id, tonumber(ARGV[i + 1]))
   seen[id] = r
   local n = #out
-  out[n + 1], out[n + 2], out[n + 3] = r[1], r[2], r[3]
+  for k = 1, 6 do out[n + k] = r[k] end
 end
 flush()
 return out
 `)
 
-// statusScript: ARGV id, now. Returns {state, ticket, position}; hears a waiter.
+// statusScript: ARGV id, now. Returns {state, ticket, position, returned, active,
+// waiting}; hears a waiter, and so brings an away one back.
 var statusScript = redis.NewScript(prelude + `
 local id, now = ARGV[1], tonumber(ARGV[2])
-if redis.call('ZSCORE', active, id) then return {2, 0, 0} end
+if redis.call('ZSCORE', active, id) then return {2, 0, 0, 0, redis.call('ZCARD', active), present_count()} end
 local t = redis.call('ZSCORE', queue, id)
-if not t then return {0, 0, 0} end
+if not t then return {0, 0, 0, 0, 0, 0} end
 return queued_status(tonumber(t), now)
 `)
 
@@ -200,14 +264,62 @@ redis.call('ZADD', active, 'XX', 'GT', ARGV[2], ARGV[1])
 return 1
 `)
 
-// heartbeatScript: ARGV now, id... Hears every id that is queued.
+// heartbeatScript: ARGV now, id... Hears every id that is queued, bringing back the
+// away ones.
 var heartbeatScript = redis.NewScript(prelude + `
 local base, epoch = epoch_of()
 if not base then return 0 end
 local r = rel(tonumber(ARGV[1]), epoch)
 for i = 2, #ARGV do
   local t = redis.call('ZSCORE', queue, ARGV[i])
-  if t then hear(tonumber(t) - base, r) end
+  if t then
+    local off = tonumber(t) - base
+    hear(off, r)
+    revive(off, r)
+  end
+end
+return 0
+`)
+
+// holdScript: ARGV now, slot (0: give this instance one), id... Renews the instance's
+// lease, and marks every id that is queued as held by it, heard from now (an away one
+// is back). Returns the slot.
+var holdScript = redis.NewScript(prelude + `
+local now, slot = tonumber(ARGV[1]), tonumber(ARGV[2])
+if slot == 0 then slot = (redis.call('HINCRBY', meta, 'instances', 1) - 1) % 65535 + 1 end
+redis.call('HSET', leases, slot, now)
+local base, epoch = epoch_of()
+if not base or #ARGV < 3 then return slot end
+local r, mine = rel(now, epoch), struct.pack('>I2', slot)
+for i = 3, #ARGV do
+  local t = redis.call('ZSCORE', queue, ARGV[i])
+  if t then
+    local off = tonumber(t) - base
+    redis.call('SETRANGE', holders, off * 2, mine)
+    hear(off, r)
+    revive(off, r)
+  end
+end
+return slot
+`)
+
+// releaseScript: ARGV now, slot, id... Ends the instance's hold on every id it holds,
+// and hears every id that is queued.
+var releaseScript = redis.NewScript(prelude + `
+local now, slot = tonumber(ARGV[1]), tonumber(ARGV[2])
+local base, epoch = epoch_of()
+if not base then return 0 end
+local r = rel(now, epoch)
+for i = 3, #ARGV do
+  local t = redis.call('ZSCORE', queue, ARGV[i])
+  if t then
+    local off = tonumber(t) - base
+    local by = redis.call('GETRANGE', holders, off * 2, off * 2 + 1)
+    if #by == 2 and struct.unpack('>I2', by) == slot then
+      redis.call('SETRANGE', holders, off * 2, '\0\0')
+    end
+    hear(off, r)
+  end
 end
 return 0
 `)
@@ -224,40 +336,105 @@ return 1
 
 // stepScript: ARGV now, capacity, session TTL, queue TTL (ms), channel, buckets to
 // sweep at most, forced admissions, rate count, rate window (ms), random seed (0: from
-// the head), hold (1: admit nobody). Returns {waiters dropped for silence, admitted ids
-// in admission order...} and publishes the ids. With forced > 0 (the admin's "admit n")
-// it admits up to that many from the head regardless of capacity, rate and hold; they
-// still count against the rate window.
+// the head), hold (1: admit nobody), away TTL (ms). Returns {places dropped, admitted
+// ids in admission order...} and publishes the ids. With forced > 0 (the admin's
+// "admit n") it admits up to that many from the head regardless of capacity, rate and
+// hold; they still count against the rate window.
 var stepScript = redis.NewScript(prelude + `
 local now, cap, sttl, qttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local channel, max_sweep, forced = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
 local rate_n, rate_per, seed, hold = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), ARGV[11] == '1'
+local keep = math.max(tonumber(ARGV[12]), qttl)
 
 redis.call('ZREMRANGEBYSCORE', active, '-inf', now - sttl)
 local base, epoch = epoch_of()
 if not base or redis.call('ZCARD', queue) == 0 then return {0} end
-local dropped = 0
-local cutoff = now - qttl - epoch -- a waiter last heard at or before cutoff is gone
+local dropped, away_delta = 0, 0
+local cutoff = now - qttl - epoch -- a waiter last heard at or before cutoff is away
+local lost = now - keep - epoch   -- and at or before lost, gone
+local away_low = {}               -- bucket -> lowest heard of the waiters sent away now
 
-local function sweep(b)
+-- The instances' leases (slot -> last renewal, ms since epoch), read when first needed.
+-- Leases not renewed for as long as a place is kept are forgotten.
+local lease = nil
+local function lease_of(slot)
+  if not lease then
+    lease = {}
+    local all = redis.call('HGETALL', leases)
+    for i = 1, #all, 2 do
+      local r = tonumber(all[i + 1]) - epoch
+      if r <= lost then redis.call('HDEL', leases, all[i]) else lease[tonumber(all[i])] = r end
+    end
+  end
+  return lease[slot]
+end
+
+-- When the waiter at offset off, last heard at h, counts as heard: h, or the renewal
+-- of the lease of the instance holding it, if later. holder is the 2 bytes of its
+-- holders entry (shorter: none).
+local function heard_with(h, holder)
+  if #holder < 2 then return h end
+  local slot = struct.unpack('>I2', holder)
+  if slot == 0 then return h end
+  local r = lease_of(slot)
+  if r and r > h then return r end
+  return h
+end
+
+local function drop(t)
+  local ids = redis.call('ZRANGEBYSCORE', queue, t, t, 'LIMIT', 0, 1)
+  if ids[1] then redis.call('ZREM', queue, ids[1]) end
+  redis.call('SETBIT', held, t - base, 0)
+  dropped = dropped + 1
+end
+
+-- A present waiter not heard from in time: away, or gone if kept no longer.
+local function silence(t, h)
+  local off = t - base
+  redis.call('SETBIT', live, off, 0)
+  if h <= lost then
+    drop(t)
+    return
+  end
+  away_delta = away_delta + 1
+  local b = math.floor(off / BUCKET)
+  if not away_low[b] or h < away_low[b] then away_low[b] = h end
+end
+
+-- Sweeps bucket b of the bitmap bm (live: the present; held: the held, of which the
+-- away ones, not in live, are looked at) for waiters heard at or before limit, calls
+-- act(ticket, heard) on each, and gives the bucket in zs its exact new score. A present
+-- waiter whose holder's lease is fresher than limit is kept, and the renewal written
+-- as its heard time (the bucket's heard times in one write).
+local function sweep(b, zs, away, limit, act)
   local first = b * BUCKET
-  local bits = redis.call('GETRANGE', live, first / 8, (first + BUCKET) / 8 - 1)
+  local from, to = first / 8, (first + BUCKET) / 8 - 1
+  local bits = redis.call('GETRANGE', away and held or live, from, to)
+  local present = away and redis.call('GETRANGE', live, from, to) or nil
   local hs = redis.call('GETRANGE', heard, first * 4, (first + BUCKET) * 4 - 1)
+  local hb = not away and redis.call('GETRANGE', holders, first * 2, (first + BUCKET) * 2 - 1) or ''
+  local renewed = nil -- offset in the bucket -> heard time from a lease
   local oldest
   for byte_i = 1, #bits do
     local byte = string.byte(bits, byte_i)
+    if present and byte_i <= #present then
+      byte = bit.band(byte, bit.bnot(string.byte(present, byte_i)))
+    end
     if byte ~= 0 then
       for j = 0, 7 do
         if bit.band(byte, bit.rshift(128, j)) ~= 0 then
           local i = (byte_i - 1) * 8 + j
           local h = 0
           if #hs >= i * 4 + 4 then h = struct.unpack('>I4', hs, i * 4 + 1) end
-          if h <= cutoff then
-            local t = base + first + i
-            local ids = redis.call('ZRANGEBYSCORE', queue, t, t, 'LIMIT', 0, 1)
-            if ids[1] then redis.call('ZREM', queue, ids[1]) end
-            redis.call('SETBIT', live, first + i, 0)
-            dropped = dropped + 1
+          if h <= limit and #hb >= i * 2 + 2 then
+            local r = heard_with(h, string.sub(hb, i * 2 + 1, i * 2 + 2))
+            if r > h and #hs >= i * 4 + 4 then
+              renewed = renewed or {}
+              renewed[i], h = r, r
+            end
+          end
+          if h <= limit then
+            act(base + first + i, h)
           elseif not oldest or h < oldest then
             oldest = h
           end
@@ -265,20 +442,38 @@ local function sweep(b)
       end
     end
   end
+  if renewed then
+    local parts = {}
+    for i = 0, #hs / 4 - 1 do
+      local r = renewed[i]
+      parts[i + 1] = r and struct.pack('>I4', r) or string.sub(hs, i * 4 + 1, i * 4 + 4)
+    end
+    redis.call('SETRANGE', heard, first * 4, table.concat(parts))
+  end
   if oldest then
-    redis.call('ZADD', buckets, oldest, b)
+    redis.call('ZADD', zs, oldest, b)
   else
-    redis.call('ZREM', buckets, b)
+    redis.call('ZREM', zs, b)
   end
 end
 
 if cutoff >= 0 then
   local due = redis.call('ZRANGEBYSCORE', buckets, '-inf', cutoff, 'LIMIT', 0, max_sweep)
-  for _, b in ipairs(due) do sweep(tonumber(b)) end
+  for _, b in ipairs(due) do sweep(tonumber(b), buckets, false, cutoff, silence) end
+end
+for b, h in pairs(away_low) do redis.call('ZADD', gone, 'LT', h, b) end
+if lost >= 0 then
+  local due = redis.call('ZRANGEBYSCORE', gone, '-inf', lost, 'LIMIT', 0, max_sweep)
+  for _, b in ipairs(due) do
+    sweep(tonumber(b), gone, true, lost, function(t)
+      drop(t)
+      away_delta = away_delta - 1
+    end)
+  end
 end
 
--- The sweep may have stopped at max_sweep buckets, so the head is checked again: a
--- silent waiter is dropped, never admitted.
+-- The sweep may have stopped at max_sweep buckets, so a waiter picked is checked
+-- again: a silent waiter is sent away or dropped, never admitted.
 local admitted = {}
 local budget = rate_budget(now, rate_n, rate_per)
 local free = cap - redis.call('ZCARD', active)
@@ -290,52 +485,83 @@ elseif budget >= 0 and budget < free then
   free = budget
 end
 
-local function take(id, t)
-  unqueue(id, t, base)
-  if heard_at(t - base) > cutoff then
-    redis.call('ZADD', active, now, id)
-    admitted[#admitted + 1] = id
-    free = free - 1
-  else
-    dropped = dropped + 1
+local function take(t)
+  local h = heard_at(t - base)
+  if h <= cutoff then h = heard_with(h, redis.call('GETRANGE', holders, (t - base) * 2, (t - base) * 2 + 1)) end
+  if h <= cutoff then
+    silence(t, h)
+    for b, low in pairs(away_low) do redis.call('ZADD', gone, 'LT', low, b) end
+    away_low = {}
+    return
+  end
+  local id = redis.call('ZRANGEBYSCORE', queue, t, t, 'LIMIT', 0, 1)[1]
+  redis.call('SETBIT', live, t - base, 0)
+  redis.call('SETBIT', held, t - base, 0)
+  if not id then return end -- a bit without its waiter: cleared, not admitted
+  redis.call('ZREM', queue, id)
+  redis.call('ZADD', active, now, id)
+  admitted[#admitted + 1] = id
+  free = free - 1
+end
+
+-- The offset of the (k+1)-th present waiter: the bytes before it are found by halving
+-- with BITCOUNT (Redis counts in C), then its bit within its byte.
+local function kth_present(k)
+  local lo, hi = 0, redis.call('STRLEN', live) - 1
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if redis.call('BITCOUNT', live, 0, mid) > k then hi = mid else lo = mid + 1 end
+  end
+  local before = 0
+  if lo > 0 then before = redis.call('BITCOUNT', live, 0, lo - 1) end
+  local byte = string.byte(redis.call('GETRANGE', live, lo, lo))
+  for j = 0, 7 do
+    if bit.band(byte, bit.rshift(128, j)) ~= 0 then
+      if before == k then return lo * 8 + j end
+      before = before + 1
+    end
   end
 end
 
+local present = redis.call('ZCARD', queue) - away_count() - away_delta
 if seed > 0 then
-  -- Random mode: each admission is a uniform pick among those still queued; a silent
-  -- one picked is dropped and the pick repeated, so the admitted one is uniform among
+  -- Random mode: each admission is a uniform pick among those present; a silent one
+  -- picked is sent away and the pick repeated, so the admitted one is uniform among
   -- the live waiters.
   math.randomseed(seed)
-  while free > 0 do
-    local n = redis.call('ZCARD', queue)
-    if n == 0 then break end
-    local k = math.random(n) - 1
-    local pick = redis.call('ZRANGE', queue, k, k, 'WITHSCORES')
-    take(pick[1], tonumber(pick[2]))
+  while free > 0 and present > 0 do
+    take(base + kth_present(math.random(present) - 1))
+    present = present - 1
   end
 else
+  local from = 0
   while free > 0 do
-    local head = redis.call('ZRANGE', queue, 0, free - 1, 'WITHSCORES')
-    if #head == 0 then break end
-    for i = 1, #head, 2 do take(head[i], tonumber(head[i + 1])) end
+    local off = redis.call('BITPOS', live, 1, from, -1, 'BIT')
+    if off < 0 then break end
+    take(base + off)
+    from = off + 1
   end
 end
+if away_delta ~= 0 then redis.call('HINCRBY', meta, 'away', away_delta) end
 if #admitted > 0 then
   redis.call('HINCRBY', meta, 'admitted_total', #admitted)
   rate_record(now, rate_n, rate_per, #admitted)
   redis.call('PUBLISH', channel, table.concat(admitted))
 end
-if redis.call('ZCARD', queue) == 0 then redis.call('DEL', live, heard, buckets) end
+if redis.call('ZCARD', queue) == 0 then
+  redis.call('DEL', live, held, heard, buckets, gone, holders)
+  redis.call('HSET', meta, 'away', 0)
+end
 table.insert(admitted, 1, dropped)
 return admitted
 `)
 
-// shuffleScript: ARGV key, seed. The lottery of a scheduled event: the queued waiters
-// swap tickets (and their heard times with them) in a uniformly random permutation
-// (Fisher-Yates), so the ticket set, the live bitmap and everyone who joins later stay
-// as they are. It runs once per key (a field in meta), whoever calls it; it returns -1
-// when the key was drawn already, else the number of waiters shuffled. O(waiters), once
-// per event.
+// shuffleScript: ARGV key, seed. The lottery of a scheduled event: the queued waiters,
+// present and away, swap tickets (and their heard times, presence and holders with them) in a
+// uniformly random permutation (Fisher-Yates), so the ticket set, the held bitmap and
+// everyone who joins later stay as they are. It runs once per key (a field in meta),
+// whoever calls it; it returns -1 when the key was drawn already, else the number of
+// waiters shuffled. O(waiters), once per event.
 var shuffleScript = redis.NewScript(prelude + `
 if redis.call('HSETNX', meta, 'shuffled:' .. ARGV[1], 1) == 0 then return -1 end
 local base = epoch_of()
@@ -343,37 +569,47 @@ if not base then return 0 end
 local q = redis.call('ZRANGE', queue, 0, -1, 'WITHSCORES')
 local n = #q / 2
 if n < 2 then return n end
-local ids, tickets, hs = {}, {}, {}
+local ids, tickets, hs, here, by = {}, {}, {}, {}, {}
 for i = 1, n do
   ids[i], tickets[i] = q[2 * i - 1], tonumber(q[2 * i])
-  hs[i] = heard_at(tickets[i] - base)
+  local off = tickets[i] - base
+  hs[i] = heard_at(off)
+  here[i] = redis.call('GETBIT', live, off)
+  by[i] = redis.call('GETRANGE', holders, off * 2, off * 2 + 1)
+  if #by[i] < 2 then by[i] = '\0\0' end
 end
 math.randomseed(tonumber(ARGV[2]))
 for i = n, 2, -1 do
   local j = math.random(i)
   ids[i], ids[j] = ids[j], ids[i]
   hs[i], hs[j] = hs[j], hs[i]
+  here[i], here[j] = here[j], here[i]
+  by[i], by[j] = by[j], by[i]
 end
 -- Bucket scores are lower bounds of their waiters' heard times; waiters moved between
 -- buckets, so they are recomputed exactly.
-redis.call('DEL', buckets)
-local mins = {}
+redis.call('DEL', buckets, gone)
+local mins, away_mins = {}, {}
 for i = 1, n do
   local off = tickets[i] - base
   redis.call('ZADD', queue, tickets[i], ids[i])
   redis.call('SETRANGE', heard, off * 4, struct.pack('>I4', hs[i]))
-  local b = math.floor(off / BUCKET)
-  if not mins[b] or hs[i] < mins[b] then mins[b] = hs[i] end
+  redis.call('SETBIT', live, off, here[i])
+  redis.call('SETRANGE', holders, off * 2, by[i])
+  local b, m = math.floor(off / BUCKET), mins
+  if here[i] == 0 then m = away_mins end
+  if not m[b] or hs[i] < m[b] then m[b] = hs[i] end
 end
 for b, h in pairs(mins) do redis.call('ZADD', buckets, h, b) end
+for b, h in pairs(away_mins) do redis.call('ZADD', gone, h, b) end
 return n
 `)
 
 // resetScript empties the queue and the active set; the ticket counter and
 // admitted_total carry on.
 var resetScript = redis.NewScript(prelude + `
-redis.call('DEL', queue, active, live, heard, buckets)
-redis.call('HDEL', meta, 'base', 'epoch')
+redis.call('DEL', queue, active, live, held, heard, buckets, gone, holders)
+redis.call('HDEL', meta, 'base', 'epoch', 'away')
 return 0
 `)
 
@@ -388,8 +624,9 @@ local from = math.floor(first / 8)
 return {base, from, redis.call('GETRANGE', live, from, -1)}
 `)
 
-// statsScript returns {active, waiting, admitted total}.
+// statsScript returns {active, waiting (present), admitted total, away}.
 var statsScript = redis.NewScript(prelude + `
-return {redis.call('ZCARD', active), redis.call('ZCARD', queue),
-  tonumber(redis.call('HGET', meta, 'admitted_total') or 0)}
+local away = away_count()
+return {redis.call('ZCARD', active), redis.call('ZCARD', queue) - away,
+  tonumber(redis.call('HGET', meta, 'admitted_total') or 0), away}
 `)

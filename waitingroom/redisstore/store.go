@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
@@ -31,6 +33,10 @@ type roomStore struct {
 	overrides string
 	timeout   time.Duration
 	joins     joinBatcher
+	// slot is this instance's number among the room's holders (see queue.Holder), 0
+	// until its first Hold is given one (under slotMu, so it is given once).
+	slot   atomic.Uint32
+	slotMu sync.Mutex
 }
 
 var _ queue.Store = (*roomStore)(nil)
@@ -42,6 +48,7 @@ func newRoomStore(shared *sharedClient, prefix, room string, timeout time.Durati
 		keys: []string{
 			base + "queue", base + "active", base + "meta",
 			base + "live", base + "heard", base + "heard_buckets", base + "rate",
+			base + "held", base + "away_buckets", base + "holders", base + "leases",
 		},
 		channel:   base + "admitted",
 		secret:    base + "secret",
@@ -66,14 +73,21 @@ func (s *roomStore) Status(ctx context.Context, id queue.VisitorID, now time.Tim
 	return toStatus(res)
 }
 
+// statusReply is how many numbers a script answers per visitor: state, ticket,
+// position, returned, active, waiting.
+const statusReply = 6
+
 func toStatus(res []int64) (queue.Status, error) {
-	if len(res) != 3 {
+	if len(res) != statusReply {
 		return queue.Status{}, fmt.Errorf("unexpected status reply %v", res)
 	}
 	return queue.Status{
 		State:    queue.State(res[0]),
 		Ticket:   uint64(res[1]),
 		Position: int(res[2]),
+		Returned: res[3] == 1,
+		Active:   int(res[4]),
+		Waiting:  int(res[5]),
 	}, nil
 }
 
@@ -99,6 +113,66 @@ func (s *roomStore) Heartbeat(ctx context.Context, ids []queue.VisitorID, now ti
 		}
 	}
 	return nil
+}
+
+var _ queue.Holder = (*roomStore)(nil)
+
+func (s *roomStore) Hold(ctx context.Context, ids []queue.VisitorID, now time.Time) error {
+	slot, err := s.holderSlot(ctx, now)
+	if err != nil {
+		return err
+	}
+	for first := true; first || len(ids) > 0; first = false {
+		batch := ids[:min(len(ids), heartbeatBatch)]
+		ids = ids[len(batch):]
+		if err := s.run(ctx, holdScript, idArgs(batch, now.UnixMilli(), slot)...).Err(); err != nil {
+			return fmt.Errorf("holding waiters: %w", err)
+		}
+	}
+	return nil
+}
+
+// holderSlot is this instance's slot, given by the store on first use.
+func (s *roomStore) holderSlot(ctx context.Context, now time.Time) (uint32, error) {
+	if slot := s.slot.Load(); slot != 0 {
+		return slot, nil
+	}
+	s.slotMu.Lock()
+	defer s.slotMu.Unlock()
+	if slot := s.slot.Load(); slot != 0 {
+		return slot, nil
+	}
+	n, err := s.run(ctx, holdScript, now.UnixMilli(), 0).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("holding waiters: %w", err)
+	}
+	s.slot.Store(uint32(n))
+	return uint32(n), nil
+}
+
+func (s *roomStore) Release(ctx context.Context, ids []queue.VisitorID, now time.Time) error {
+	slot := s.slot.Load()
+	if slot == 0 {
+		return nil // never held anyone
+	}
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), heartbeatBatch)]
+		ids = ids[len(batch):]
+		if err := s.run(ctx, releaseScript, idArgs(batch, now.UnixMilli(), slot)...).Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("releasing waiters: %w", err)
+		}
+	}
+	return nil
+}
+
+// idArgs is a script's arguments: the leading ones, then the ids.
+func idArgs(ids []queue.VisitorID, lead ...any) []any {
+	args := make([]any, 0, len(lead)+len(ids))
+	args = append(args, lead...)
+	for _, id := range ids {
+		args = append(args, id[:])
+	}
+	return args
 }
 
 func (s *roomStore) Leave(ctx context.Context, id queue.VisitorID) (bool, error) {
@@ -129,7 +203,7 @@ func (s *roomStore) step(ctx context.Context, now time.Time, lim queue.Limits, f
 	}
 	res, err := s.run(ctx, stepScript, now.UnixMilli(), lim.Capacity,
 		lim.SessionTTL.Milliseconds(), lim.QueueTTL.Milliseconds(), s.channel, sweepBuckets, forced,
-		lim.Rate, lim.RatePer.Milliseconds(), seed, flag(lim.Hold)).Slice()
+		lim.Rate, lim.RatePer.Milliseconds(), seed, flag(lim.Hold), lim.AwayTTL.Milliseconds()).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return queue.StepResult{}, fmt.Errorf("admission step: %w", err)
 	}
@@ -249,10 +323,10 @@ func (s *roomStore) Stats(ctx context.Context) (queue.Stats, error) {
 	if err != nil {
 		return queue.Stats{}, fmt.Errorf("reading room counters: %w", err)
 	}
-	if len(res) != 3 {
+	if len(res) != 4 {
 		return queue.Stats{}, fmt.Errorf("reading room counters: unexpected reply %v", res)
 	}
-	return queue.Stats{Active: int(res[0]), Waiting: int(res[1]), AdmittedTotal: uint64(res[2])}, nil
+	return queue.Stats{Active: int(res[0]), Waiting: int(res[1]), AdmittedTotal: uint64(res[2]), Away: int(res[3])}, nil
 }
 
 // Secret stores the candidate unless a secret is there already (SET NX GET: one

@@ -101,7 +101,7 @@ func testStatus(t *testing.T, open Open) {
 	waiters, tickets := r.queue(3, t0, lim)
 	r.wantState(active[1], t0, queue.Admitted)
 	r.wantState(queue.NewVisitorID(), t0, queue.Unknown)
-	if st := r.status(waiters[2], t0); st != (queue.Status{State: queue.Queued, Ticket: tickets[2], Position: 3}) {
+	if st := r.status(waiters[2], t0); st != (queue.Status{State: queue.Queued, Ticket: tickets[2], Position: 3, Active: 2, Waiting: 3}) {
 		t.Fatalf("Status of the third waiter = %+v", st)
 	}
 	// Asking about a stranger must not make them known.

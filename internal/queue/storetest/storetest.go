@@ -54,6 +54,17 @@ func Run(t *testing.T, open Open) {
 		{"HoldQueuesEveryone", testHoldQueuesEveryone},
 		{"NoQueueTurnsAway", testNoQueueTurnsAway},
 		{"ShuffleIsALottery", testShuffleIsALottery},
+		{"AwayIsNotCounted", testAwayIsNotCounted},
+		{"ReturnBeforeTurn", testReturnBeforeTurn},
+		{"ReturnAfterTurnGoesFirst", testReturnAfterTurnGoesFirst},
+		{"ReturnerTakesAFreeSlot", testReturnerTakesAFreeSlot},
+		{"AwayExpires", testAwayExpires},
+		{"AwayDoNotHoldUpJoins", testAwayDoNotHoldUpJoins},
+		{"AwaySkippedByAdmitNowAndDraw", testAwaySkippedByAdmitNowAndDraw},
+		{"NoAwayWithoutAwayTTL", testNoAwayWithoutAwayTTL},
+		{"ShuffleKeepsAway", testShuffleKeepsAway},
+		{"AwayMatchesModel", testAwayMatchesModel},
+		{"AwayAcrossLongQueue", testAwayAcrossLongQueue},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
