@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -78,16 +77,6 @@ func (b *tab) setOffline(off bool) {
 			return err
 		}
 		_, err := chromedp.Call(ctx, network.OverrideNetworkState, network.OverrideNetworkStateParams{Offline: off, DownloadThroughput: -1, UploadThroughput: -1})
-		return err
-	}))
-}
-
-// stopClock pauses the tab's virtual time: its timers never fire again and Date.now
-// stands still, so whatever the page does next comes from its event handlers.
-func (b *tab) stopClock() {
-	b.t.Helper()
-	b.do(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		_, err := chromedp.Call(ctx, emulation.SetVirtualTimePolicy, emulation.SetVirtualTimePolicyParams{Policy: emulation.VirtualTimePolicyPause})
 		return err
 	}))
 }
@@ -208,9 +197,9 @@ func TestBrowserClosedTabKeepsItsPlace(t *testing.T) {
 }
 
 // A page frozen and off the network for several queue_ttl (a phone in a pocket)
-// keeps its place when it runs again, and says welcome back, without a reload. The
-// page's clock is stopped first, so its timers cannot bring it back: only its
-// handlers of resume, online and visibilitychange can.
+// keeps its place when it runs again, and says welcome back, without a reload. It
+// closes its WebSocket as it is frozen: the server would go on writing into a socket
+// nobody reads, and the page would never be away.
 func TestBrowserFrozenOfflinePageKeepsItsPlace(t *testing.T) {
 	awaySite(t, awayOptions)
 	b := newBrowser(t)
@@ -223,7 +212,6 @@ func TestBrowserFrozenOfflinePageKeepsItsPlace(t *testing.T) {
 	later.told(2, "behind the browser")
 	b.showing("wr-waiting", "2")
 
-	b.stopClock()
 	b.setOffline(true)
 	b.setLifecycle(page.SetWebLifecycleStateStateFrozen)
 	frozenAt := time.Now()
@@ -231,8 +219,9 @@ func TestBrowserFrozenOfflinePageKeepsItsPlace(t *testing.T) {
 	time.Sleep(time.Until(frozenAt.Add(awayGap)))
 	seen := len(b.log.snapshot())
 
-	b.setOffline(false)
+	// It wakes before the network is back, as a phone does.
 	b.setLifecycle(page.SetWebLifecycleStateStateActive)
+	b.setOffline(false)
 	b.setHidden(true)
 	b.setHidden(false)
 	e, _ := b.untilReported("the page to say welcome back", seen, func(e pageEvent) bool { return e.Kind == "live" && e.Text == welcomeBack })
