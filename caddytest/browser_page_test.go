@@ -114,7 +114,7 @@ const contrast = `(function (sels) {
   return out;
 })`
 
-var contrastTargets = `[".room", "h1", ".lead", ".pos span", "#wr-position", "dt", "dd", "#wr-keep", "#wr-leave", "#wr-confirm-q", "#wr-leave-yes", "#wr-leave-no"]`
+var contrastTargets = `[".room", "h1", ".lead", ".pos span", "#wr-position", "dt", "dd", "#wr-keep", "#wr-away", "#wr-back", "#wr-notify", "#wr-leave", "#wr-confirm-q", "#wr-leave-yes", "#wr-leave-no"]`
 
 func (b *tab) checkContrast(scheme string) {
 	b.t.Helper()
@@ -197,7 +197,7 @@ func TestBrowserPageIsAccessibleAndSelfContained(t *testing.T) {
 	// Controls and the live region, before and after "leave the queue" opens its
 	// question; focus moves into the question and back.
 	names, live := b.controls()
-	if names["Leave the queue"] != "button" || names["Your progress through the line"] != "progressbar" {
+	if names["Leave the queue"] != "button" || names["Notify me when it's my turn"] != "button" || names["Your progress through the line"] != "progressbar" {
 		t.Errorf("controls %v", names)
 	}
 	if len(live) != 1 || live[0] != "status polite" {
@@ -220,12 +220,15 @@ func TestBrowserPageIsAccessibleAndSelfContained(t *testing.T) {
 		t.Errorf("after \"Stay in line\" the focus is on #%s", got)
 	}
 
-	// Keyboard focus is visible: Tab from the heading reaches the leave button.
+	// Keyboard focus is visible: Tab from the heading reaches the opt-in to be told,
+	// then the leave button.
 	eval[chromedp.Void](b, `document.querySelector("#wr-queued h1").focus()`)
-	b.do(chromedp.KeyEvent(kb.Tab))
-	focus := eval[[]string](b, `(function(){var e=document.activeElement,s=getComputedStyle(e);return [e.id,s.outlineStyle,s.outlineWidth]})()`)
-	if focus[0] != "wr-leave" || focus[1] == "none" || focus[2] == "0px" {
-		t.Errorf("Tab focuses %v (id, outline style, width): want the leave button with a visible outline", focus)
+	for _, want := range []string{"wr-notify", "wr-leave"} {
+		b.do(chromedp.KeyEvent(kb.Tab))
+		focus := eval[[]string](b, `(function(){var e=document.activeElement,s=getComputedStyle(e);return [e.id,s.outlineStyle,s.outlineWidth]})()`)
+		if focus[0] != want || focus[1] == "none" || focus[2] == "0px" {
+			t.Errorf("Tab focuses %v (id, outline style, width): want #%s with a visible outline", focus, want)
+		}
 	}
 
 	// The pulsing dot stops for people who ask for less motion.

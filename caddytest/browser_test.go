@@ -173,7 +173,9 @@ func (b *tab) newTab() *tab {
 // pageEvent is one report from the page: a watched element's text changed
 // (kind "position", "waiting", "eta", "live"), a document loaded ("load", its URL),
 // the browser reported a CSP violation ("csp") or a layout shift ("shift": score and
-// what moved).
+// what moved), the document's title or icon changed ("title", "icon"), the page
+// made a Notification ("notification": title | body) or started a tone ("sound":
+// its frequency).
 type pageEvent struct {
 	Doc  string `json:"doc"` // random per document: a new value means a navigation
 	Kind string `json:"kind"`
@@ -205,6 +207,18 @@ const reporter = `(function () {
   var doc = Math.random().toString(36).slice(2);
   function report(kind, text) { try { window.wrReport({doc: doc, kind: kind, text: String(text)}); } catch (e) {} }
   document.addEventListener("securitypolicyviolation", function (e) { report("csp", e.violatedDirective + " " + e.blockedURI); });
+  // Notifications and tones are passed on to the browser's own, and reported.
+  try {
+    var N = window.Notification, start = OscillatorNode.prototype.start;
+    if (N) {
+      var W = function (title, o) { report("notification", title + " | " + (o && o.body)); return new N(title, o); };
+      W.prototype = N.prototype;
+      W.requestPermission = N.requestPermission.bind(N);
+      Object.defineProperty(W, "permission", {get: function () { return N.permission; }});
+      window.Notification = W;
+    }
+    OscillatorNode.prototype.start = function () { report("sound", this.frequency.value); return start.apply(this, arguments); };
+  } catch (e) {}
   window.__wrShift = 0;
   try {
     new PerformanceObserver(function (list) {
@@ -220,6 +234,13 @@ const reporter = `(function () {
   } catch (e) {}
   document.addEventListener("DOMContentLoaded", function () {
     report("load", location.href);
+    function iconOf() { var l = document.querySelector("link[rel=icon]"); return l ? l.getAttribute("href") : ""; }
+    var title = document.title, icon = iconOf();
+    new MutationObserver(function () {
+      var h = iconOf();
+      if (document.title !== title) report("title", title = document.title);
+      if (h !== icon) report("icon", icon = h);
+    }).observe(document.head, {subtree: true, childList: true, characterData: true, attributes: true});
     [["position", "wr-position"], ["waiting", "wr-waiting"], ["eta", "wr-eta"], ["live", "wr-live"]].forEach(function (p) {
       var el = document.getElementById(p[1]);
       if (!el) return;

@@ -25,8 +25,10 @@ func render(t *testing.T, tmpl *template.Template, data any) string {
 	return b.String()
 }
 
-// maxPageBytes keeps the page cheap for the server to send to every waiter.
-const maxPageBytes = 15 << 10
+// maxPageBytes keeps the page cheap for the server to send to every waiter. (It goes
+// out gzipped, at well under half of this: TestGzipPageSize, and the browser's own
+// count in TestBrowserPageIsAccessibleAndSelfContained.)
+const maxPageBytes = 17 << 10
 
 func TestDefaultTemplateRenders(t *testing.T) {
 	tests := []struct {
@@ -74,6 +76,16 @@ func TestPageStates(t *testing.T) {
 		{"refresh never zero", func(p *Data) { p.RefreshSeconds = 0 }, []string{`http-equiv="refresh" content="1"`}, nil},
 		{"progress clamped", func(p *Data) { p.Progress = 250 }, []string{`value="100"`}, nil},
 		{"queued shows queue", nil, []string{`<section id="wr-queued">`, `<section id="wr-unavailable" hidden>`}, nil},
+		{"away kept", nil, []string{
+			"your place is kept for <strong>10 minutes</strong>: come back to this page within that time.",
+			"your number can go up when they come back", `"away_ttl_seconds":600`, `<p class="back" id="wr-back" hidden>`,
+		}, []string{`"returned"`}},
+		{"away off", func(p *Data) { p.AwayTTLSeconds = 0 }, nil, []string{`id="wr-away"`, "your number can go up", `"away_ttl_seconds"`}},
+		{"no promise of a second", func(p *Data) { p.AwayTTLSeconds = 1 }, nil, []string{`id="wr-away"`}},
+		{"returned", func(p *Data) { p.Returned = true }, []string{
+			`<p class="back" id="wr-back">Welcome back — you kept your place.</p>`, `"returned":true`,
+		}, nil},
+		{"notify button", nil, []string{`<button type="button" id="wr-notify" class="quiet">Notify me when it&#39;s my turn</button>`}, nil},
 		{"unavailable hides queue", func(p *Data) { p.State = "unavailable" }, []string{
 			`<section id="wr-queued" hidden>`, `<section id="wr-unavailable">`, "temporarily unavailable", "retrying automatically",
 		}, nil},
@@ -215,6 +227,44 @@ func TestETANeverPluralOfOne(t *testing.T) {
 		for s := 0; s <= 48*3600; s += 15 {
 			if got := eta(msgs, s); bad[got] {
 				t.Fatalf("eta(%s, %d) = %q", lang, s, got)
+			}
+		}
+	}
+}
+
+// How long a place is kept is a promise: told in whole units, rounded down, never a
+// plural of one.
+func TestDuration(t *testing.T) {
+	duration := Funcs()["duration"].(func(map[string]string, int) string)
+	seconds := []int{2, 90, 119, 120, 599, 600, 7199, 7200, 9000, 1000 * 3600}
+	tests := map[string][]string{
+		"en": {"2 seconds", "90 seconds", "119 seconds", "2 minutes", "9 minutes", "10 minutes", "119 minutes", "2 hours", "2 hours", "1,000 hours"},
+		"de": {"2 Sekunden", "90 Sekunden", "119 Sekunden", "2 Minuten", "9 Minuten", "10 Minuten", "119 Minuten", "2 Stunden", "2 Stunden", "1.000 Stunden"},
+		"es": {"2 segundos", "90 segundos", "119 segundos", "2 minutos", "9 minutos", "10 minutos", "119 minutos", "2 horas", "2 horas", "1.000 horas"},
+		"fr": {"2" + nbsp + "secondes", "90" + nbsp + "secondes", "119" + nbsp + "secondes", "2" + nbsp + "minutes", "9" + nbsp + "minutes", "10" + nbsp + "minutes", "119" + nbsp + "minutes", "2" + nbsp + "heures", "2" + nbsp + "heures", "1" + nnbsp + "000" + nbsp + "heures"},
+		"ja": {"2秒", "90秒", "119秒", "2分", "9分", "10分", "119分", "2時間", "2時間", "1,000時間"},
+		"ko": {"2초", "90초", "119초", "2분", "9분", "10분", "119분", "2시간", "2시간", "1,000시간"},
+		"zh": {"2秒", "90秒", "119秒", "2分钟", "9分钟", "10分钟", "119分钟", "2小时", "2小时", "1,000小时"},
+	}
+	for _, lang := range Languages() {
+		want, ok := tests[lang]
+		if !ok {
+			t.Errorf("no duration cases for %s", lang)
+			continue
+		}
+		msgs := Messages(lang)
+		for i, s := range seconds {
+			if got := duration(msgs, s); got != want[i] {
+				t.Errorf("duration(%s, %d) = %q, want %q", lang, s, got, want[i])
+			}
+		}
+		e := etaTextsOf(msgs)
+		for s := 2; s <= 48*3600; s += 59 {
+			got := duration(msgs, s)
+			for _, k := range []string{"duration_seconds", "duration_minutes", "duration_hours"} {
+				if got == string(e.fill(nil, msgs[k], 1)) {
+					t.Fatalf("duration(%s, %d) = %q", lang, s, got)
+				}
 			}
 		}
 	}

@@ -44,6 +44,8 @@ type Data struct {
 	Progress        int               // 0..100 for the progress bar
 	RefreshSeconds  int               // polling period and <meta refresh> period
 	Message         string            // the operator's message to the line, plain text ("" for none); print it as text
+	AwayTTLSeconds  int               // how long the place is kept for a waiter who goes quiet (a closed tab, a phone asleep); 0 when it is kept only while the page is open
+	Returned        bool              // this answer found the waiter away and brought them back to the place they kept
 	Nonce           string            // CSP nonce for the inline <script> and <style>
 	T               map[string]string // translated strings for Lang (from Messages)
 }
@@ -83,7 +85,7 @@ func samplePage() Data {
 		Room: "sample", Lang: defaultLang, State: "queued",
 		Position: 12, Waiting: 40, Active: 2, Capacity: 2,
 		ETASeconds: 240, ETAKnown: true, Progress: 73, RefreshSeconds: 5,
-		Nonce: "sample", T: Messages(defaultLang),
+		AwayTTLSeconds: 600, Nonce: "sample", T: Messages(defaultLang),
 	}
 }
 
@@ -92,12 +94,15 @@ func samplePage() Data {
 //	eta T seconds        "about 4 minutes" in T's language; never a precise count
 //	number T n           n with T's digit grouping ("12,345")
 //	around text mark     text split at mark into [before, after], for "You are number {n}"
+//	duration T seconds   "10 minutes" in T's language: a span the visitor can count
+//	                     on, rounded down, never up
 //	percent n            n clamped to 0..100
 //	atLeast min n        the larger of min and n
 //	clientState .        the page's facts as the JSON the script reads (see waiting.html)
 func Funcs() template.FuncMap {
 	return template.FuncMap{
 		"eta":         formatETA,
+		"duration":    formatDuration,
 		"number":      formatNumber,
 		"around":      around,
 		"percent":     percent,
@@ -165,6 +170,22 @@ func (e *etaTexts) fill(dst []byte, text string, n int) []byte {
 	return append(dst, after...)
 }
 
+// formatDuration tells a span of time the visitor can count on (how long a place is
+// kept), so it rounds down: in seconds below two minutes, in minutes below two hours,
+// then in hours. From two seconds up the number is never 1, so each unit needs only
+// its plural form; the embedded page promises no span shorter than that.
+func formatDuration(t map[string]string, seconds int) string {
+	key, n := "duration_seconds", seconds
+	switch {
+	case seconds >= 2*3600:
+		key, n = "duration_hours", seconds/3600
+	case seconds >= 2*60:
+		key, n = "duration_minutes", seconds/60
+	}
+	e := etaTextsOf(t)
+	return string(e.fill(nil, t[key], n))
+}
+
 // formatNumber groups digits by thousands with the language's separator.
 func formatNumber(t map[string]string, n int) string {
 	return string(appendNumber(nil, t["thousands_separator"], n))
@@ -200,6 +221,7 @@ func around(text, mark string) []string {
 var clientKeys = []string{
 	"thousands_separator", "eta_estimating", "eta_under_minute", "eta_minutes_one",
 	"eta_minutes_other", "eta_hours_other", "announce_position", "admitted",
+	"back_kept", "back_turn", "turn_title", "notify_on", "notify_sound",
 }
 
 // clientState is the page's starting point in the shape of the server's
@@ -240,6 +262,13 @@ func clientState(page any) (map[string]any, error) {
 	}
 	if p.Message != "" {
 		state["message"] = p.Message
+	}
+	// As on the wire: absent when zero or false.
+	if p.AwayTTLSeconds > 0 {
+		state["away_ttl_seconds"] = p.AwayTTLSeconds
+	}
+	if p.Returned {
+		state["returned"] = true
 	}
 	return state, nil
 }

@@ -49,7 +49,11 @@ func TestTranslationsHaveSameKeys(t *testing.T) {
 				t.Errorf("%s.json lacks %q, which the page's script needs", lang, k)
 			}
 		}
-		for _, k := range []string{"position", "eta_minutes_other", "eta_hours_other", "announce_position"} {
+		if !strings.Contains(msgs["away_kept"], "{time}") {
+			t.Errorf("%s.json away_kept = %q lacks {time}", lang, msgs["away_kept"])
+		}
+		for _, k := range []string{"position", "eta_minutes_other", "eta_hours_other", "announce_position",
+			"duration_seconds", "duration_minutes", "duration_hours"} {
 			if !strings.Contains(msgs[k], "{n}") {
 				t.Errorf("%s.json %q = %q lacks {n}", lang, k, msgs[k])
 			}

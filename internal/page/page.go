@@ -34,18 +34,19 @@ type layout struct {
 // a frame is built and used only with the catalog's T for lang. A field added to
 // Data belongs here or among the volatile fields (TestEveryPageFieldIsKeyedOrSpliced).
 type frameKey struct {
-	room, lang, state, mode string
-	message                 string // changes rarely (an operator's PATCH)
-	lottery, etaKnown       bool
-	capacity, refresh       int
+	room, lang, state, mode     string
+	message                     string // changes rarely (an operator's PATCH)
+	lottery, etaKnown, returned bool
+	capacity, refresh, awayTTL  int
 }
 
-// maxFrames bounds a page's cache. A room needs about five frames per language
-// (queued with and without an ETA, pre-queue, rejected, unavailable), and only the
+// maxFrames bounds a page's cache. A room needs about eight frames per language
+// (queued with and without an ETA, each also for a waiter who just came back,
+// pre-queue and its returner, rejected, unavailable), and only the
 // languages Negotiate returns are keys, so a client's Accept-Language cannot grow
 // it. What can grow it over time is the operator changing the capacity or mode;
 // then the cache starts over.
-const maxFrames = 64
+const maxFrames = 128
 
 // embeddedText is the embedded page's source, which each EmbeddedPage parses again for
 // its own probe: one room's frame builds never wait for another's.
@@ -123,7 +124,8 @@ func (p *Page) frameFor(data *Data) *frame {
 	if p.layout.probe == nil || data.T != nil || !Supported(data.Lang) || !fits(data) {
 		return nil
 	}
-	key := frameKey{data.Room, data.Lang, data.State, data.Mode, data.Message, data.Lottery, data.ETAKnown, data.Capacity, data.RefreshSeconds}
+	key := frameKey{data.Room, data.Lang, data.State, data.Mode, data.Message, data.Lottery, data.ETAKnown, data.Returned,
+		data.Capacity, data.RefreshSeconds, data.AwayTTLSeconds}
 	if m := p.frames.Load(); m != nil {
 		if f, ok := (*m)[key]; ok {
 			return f.orNil()

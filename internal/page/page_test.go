@@ -71,6 +71,8 @@ func eachPage(thin bool, fn func(Data)) {
 						d.Room, d.Lang, d.State, d.Mode = room, lang, state, mode
 						d.Lottery, d.ETAKnown = i&1 != 0, i&2 != 0
 						d.Capacity, d.RefreshSeconds = 1+rng.IntN(5000), rng.IntN(12)
+						d.AwayTTLSeconds = []int{0, 1, 2, 119, 600, 7200, 1 << 40}[rng.IntN(7)]
+						d.Returned = rng.IntN(2) == 0
 						d.Nonce = randomString(nonceRunes, 22)
 						fn(d)
 					}
@@ -330,7 +332,8 @@ func TestPageConcurrentRenders(t *testing.T) {
 // field added to Data must be added to one of them.
 func TestEveryPageFieldIsKeyedOrSpliced(t *testing.T) {
 	keyed := map[string]bool{"Room": true, "Lang": true, "State": true, "Mode": true, "Lottery": true,
-		"ETAKnown": true, "Capacity": true, "RefreshSeconds": true, "T": true, "Message": true}
+		"ETAKnown": true, "Capacity": true, "RefreshSeconds": true, "AwayTTLSeconds": true, "Returned": true, "T": true,
+		"Message": true}
 	for _, name := range fieldNames {
 		keyed[name] = true
 	}
@@ -339,7 +342,7 @@ func TestEveryPageFieldIsKeyedOrSpliced(t *testing.T) {
 			t.Errorf("Data.%s is neither in frameKey nor a volatile field", f.Name)
 		}
 	}
-	if n := reflect.TypeFor[frameKey]().NumField(); n != 9 {
+	if n := reflect.TypeFor[frameKey]().NumField(); n != 11 {
 		t.Errorf("frameKey has %d fields; update this test with it", n)
 	}
 }

@@ -46,6 +46,8 @@ func (v *View) Data(lang, mode, nonce string) Data {
 		RefreshSeconds: v.RefreshSeconds,
 		Lottery:        v.Lottery,
 		Message:        v.Message,
+		AwayTTLSeconds: v.AwayTTLSeconds,
+		Returned:       v.Returned,
 		Nonce:          nonce,
 	}
 	if v.ETASeconds != nil {
