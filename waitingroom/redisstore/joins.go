@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,6 +30,7 @@ type joinRequest struct {
 	id   queue.VisitorID
 	now  time.Time
 	lim  queue.Limits
+	ctx  context.Context // the caller's, bounded by the store's timeout: when it is done, the caller has given up
 	done chan joinResult // buffered: the drain never waits for a caller that gave up
 }
 
@@ -55,7 +57,9 @@ func (s *roomStore) Join(ctx context.Context, id queue.VisitorID, now time.Time,
 		}
 		return r.status, r.err
 	}
-	req.done = make(chan joinResult, 1)
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	req.ctx, req.done = ctx, make(chan joinResult, 1)
 	b.pending = append(b.pending, req)
 	b.mu.Unlock()
 	select {
@@ -67,8 +71,9 @@ func (s *roomStore) Join(ctx context.Context, id queue.VisitorID, now time.Time,
 }
 
 // drainJoins runs join scripts until nothing is pending. Requests with different limits
-// (a reload or an admin change between them) go in separate calls. It runs for nobody
-// in particular, so no caller's context bounds it: the store's timeout does.
+// (a reload or an admin change between them) go in separate calls. A request whose
+// caller has given up is dropped (its visitor was answered as failed, so must get no
+// place), and a batch's script must run before the earliest deadline of its callers.
 func (s *roomStore) drainJoins() {
 	b := &s.joins
 	for {
@@ -85,9 +90,21 @@ func (s *roomStore) drainJoins() {
 		batch := b.pending[:n:n]
 		b.pending = append([]*joinRequest(nil), b.pending[n:]...)
 		b.mu.Unlock()
-		for i, r := range s.joinBatch(context.Background(), batch) {
+		batch = slices.DeleteFunc(batch, func(r *joinRequest) bool { return r.ctx.Err() != nil })
+		if len(batch) == 0 {
+			continue
+		}
+		earliest, _ := batch[0].ctx.Deadline()
+		for _, r := range batch[1:] {
+			if d, _ := r.ctx.Deadline(); d.Before(earliest) {
+				earliest = d
+			}
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), earliest)
+		for i, r := range s.joinBatch(ctx, batch) {
 			batch[i].done <- r
 		}
+		cancel()
 	}
 }
 

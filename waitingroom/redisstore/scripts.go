@@ -23,7 +23,10 @@ import "github.com/redis/go-redis/v9"
 // score never exceeds the oldest heard time of its waiters (hearing only raises heard,
 // joins lower the score with ZADD LT, a sweep sets it exactly), so every bucket that may
 // hold a silent waiter scores at or below the cutoff.
-const prelude = `
+//
+// The prelude starts with deadlineCheck (deadline.go): every script's ARGV[1] is its
+// caller's deadline, taken off before the script reads its own arguments.
+const prelude = deadlineCheck + `
 local queue, active, meta, live, heard, buckets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local rate = KEYS[7]
 local BUCKET = 256
