@@ -102,7 +102,7 @@ func TestLiveReloadUnderLoad(t *testing.T) {
 		for churn.admitted.Load() < capacity && failed.Load() == 0 {
 			time.Sleep(5 * time.Millisecond)
 		}
-		churn.admittedAtReload.Store(churn.admitted.Load())
+		churn.admittedAtFault.Store(churn.admitted.Load())
 	}()
 	<-reloaded
 	startLive(t, room, opts+"\n\t\tstatus_code 202")
@@ -122,13 +122,13 @@ func TestLiveReloadUnderLoad(t *testing.T) {
 		t.Fatalf("a new waiter after the reload got %d (%v), want the new status_code 202", code, err)
 	}
 	t.Logf("%d waiters admitted and checked out (%d before the reload started, %d by the time it was done), %d sockets closed by the reload and reconnected, %d arrivals; %d admin samples, active at most %d, at most %d waiters inside at once",
-		churn.admitted.Load(), churn.admittedAtReload.Load(), admittedAfter, churn.reconnects.Load(), arrived.Load(), samples.Load(), maxActive.Load(), churn.maxInside.Load())
+		churn.admitted.Load(), churn.admittedAtFault.Load(), admittedAfter, churn.reconnects.Load(), arrived.Load(), samples.Load(), maxActive.Load(), churn.maxInside.Load())
 	switch {
 	case churn.admitted.Load() != n:
 		t.Fatalf("%d of %d waiters admitted", churn.admitted.Load(), n)
 	case churn.reconnects.Load() == 0:
 		t.Fatal("no waiter's socket was closed by the reload: nobody was waiting through it")
-	case churn.admittedAtReload.Load() >= n:
+	case churn.admittedAtFault.Load() >= n:
 		t.Fatal("every waiter was admitted before the reload: no admission during it")
 	case samples.Load() < 20:
 		t.Fatalf("only %d admin samples", samples.Load())
@@ -141,7 +141,7 @@ func TestLiveReloadUnderLoad(t *testing.T) {
 
 // churnCount is what the waiters of a churn test saw.
 type churnCount struct {
-	admitted, admittedAtReload, reconnects atomic.Int64
+	admitted, admittedAtFault, reconnects atomic.Int64
 	inside, maxInside                      atomic.Int64
 }
 
