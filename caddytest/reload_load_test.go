@@ -142,7 +142,7 @@ func TestLiveReloadUnderLoad(t *testing.T) {
 // churnCount is what the waiters of a churn test saw.
 type churnCount struct {
 	admitted, admittedAtFault, reconnects atomic.Int64
-	inside, maxInside                      atomic.Int64
+	inside, maxInside                     atomic.Int64
 }
 
 // enter counts a visitor in and records the most inside at once.
