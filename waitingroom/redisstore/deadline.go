@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -75,7 +74,6 @@ type clockSample struct {
 type redisClock struct {
 	sample     atomic.Pointer[clockSample]
 	refreshing atomic.Bool
-	mu         sync.Mutex // one synchronous first measurement at a time
 }
 
 // toRedis maps the local instant at to Redis's clock, in unix ms, never late.
@@ -89,17 +87,14 @@ func (s *roomStore) deadline(ctx context.Context, callerDeadline time.Time) (int
 	c := &s.clock
 	sample := c.sample.Load()
 	if sample == nil {
-		c.mu.Lock()
-		sample = c.sample.Load()
-		if sample == nil {
-			var err error
-			if sample, err = s.measureClock(ctx); err != nil {
-				c.mu.Unlock()
-				return 0, err
-			}
-			c.sample.Store(sample)
+		// Each caller measures for itself, within its own deadline: waiting for another
+		// caller's measurement could make it wait more than one timeout. It happens only
+		// until the first measurement succeeds.
+		var err error
+		if sample, err = s.measureClock(ctx); err != nil {
+			return 0, err
 		}
-		c.mu.Unlock()
+		c.sample.CompareAndSwap(nil, sample)
 	} else if time.Since(sample.received) > clockRefreshEvery {
 		s.refreshClock()
 	}
