@@ -154,3 +154,11 @@ func (p *Proxy) pipe(src, dst net.Conn) {
 		}
 	}
 }
+
+// Reserve picks a free port for a server without starting it, for tests of starting
+// while Redis is down: Restart starts it there.
+func Reserve(t testing.TB) *Server {
+	t.Helper()
+	requireRedis(t)
+	return newServer(t, freePort(t, false), nil)
+}

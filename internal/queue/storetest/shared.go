@@ -242,7 +242,7 @@ func testConcurrency(t *testing.T, open Open) {
 		// have grown by exactly their sum.
 		joinAdmitted, stepAdmitted atomic.Int64
 		wg                         sync.WaitGroup
-		start         = make(chan struct{})
+		start                      = make(chan struct{})
 	)
 	hold := func(id queue.VisitorID) {
 		n := holding.Add(1)
