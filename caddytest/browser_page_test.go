@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -116,10 +117,27 @@ const contrast = `(function (sels) {
 
 var contrastTargets = `[".room", "h1", ".lead", ".pos span", "#wr-position", "dt", "dd", "#wr-keep", "#wr-away", "#wr-back", "#wr-notify", "#wr-leave", "#wr-confirm-q", "#wr-leave-yes", "#wr-leave-no"]`
 
-func (b *tab) checkContrast(scheme string) {
+// checkContrast measures every target but those hidden in the page's current state
+// (which must indeed not be shown).
+func (b *tab) checkContrast(scheme string, hidden ...string) {
 	b.t.Helper()
-	for sel, ratio := range eval[map[string]float64](b, contrast+"("+contrastTargets+")") {
-		if ratio < 4.5 {
+	measured := eval[map[string]float64](b, contrast+"("+contrastTargets+")")
+	var targets []string
+	if err := json.Unmarshal([]byte(contrastTargets), &targets); err != nil {
+		b.t.Fatal(err)
+	}
+	// A target the page does not show is not measured: that must fail, or the check
+	// could pass having measured nothing.
+	for _, sel := range targets {
+		ratio, ok := measured[sel]
+		switch {
+		case slices.Contains(hidden, sel):
+			if ok {
+				b.t.Errorf("%s: %s is shown, want it hidden in this state", scheme, sel)
+			}
+		case !ok:
+			b.t.Errorf("%s: %s is not on the page (or not shown): its contrast was not measured", scheme, sel)
+		case ratio < 4.5:
 			b.t.Errorf("%s: text of %s has contrast %.2f:1, below AA's 4.5:1", scheme, sel, ratio)
 		}
 	}
@@ -203,6 +221,11 @@ func TestBrowserPageIsAccessibleAndSelfContained(t *testing.T) {
 	if len(live) != 1 || live[0] != "status polite" {
 		t.Errorf("live regions %q, want one polite status", live)
 	}
+	question := []string{"#wr-confirm-q", "#wr-leave-yes", "#wr-leave-no"}
+	b.checkContrast("light", question...)
+	b.emulateMedia("prefers-color-scheme", "dark")
+	b.checkContrast("dark", question...)
+	b.emulateMedia()
 	b.do(chromedp.Click(chromedp.ID("wr-leave")))
 	if got := eval[string](b, `document.activeElement.id`); got != "wr-leave-no" {
 		t.Errorf("after \"Leave the queue\" the focus is on #%s, want the safe answer", got)
@@ -211,9 +234,9 @@ func TestBrowserPageIsAccessibleAndSelfContained(t *testing.T) {
 	if names["Yes, leave"] != "button" || names["Stay in line"] != "button" {
 		t.Errorf("controls with the question open %v", names)
 	}
-	b.checkContrast("light")
+	b.checkContrast("light", "#wr-leave")
 	b.emulateMedia("prefers-color-scheme", "dark")
-	b.checkContrast("dark")
+	b.checkContrast("dark", "#wr-leave")
 	b.emulateMedia()
 	b.do(chromedp.Click(chromedp.ID("wr-leave-no")))
 	if got := eval[string](b, `document.activeElement.id`); got != "wr-leave" {

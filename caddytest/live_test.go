@@ -362,3 +362,42 @@ func TestLiveReloadKeepsPositions(t *testing.T) {
 		t.Fatal("admitted visitor lost the slot across the reload")
 	}
 }
+
+// Behind a trusted proxy the per-address caps count the client Caddy determined
+// (trusted_proxies and X-Forwarded-For), not the proxy: two clients behind one proxy
+// have a budget each, and one of them is capped on its own.
+func TestLivePerIPCapsBehindTrustedProxy(t *testing.T) {
+	room := uniqueRoom(t)
+	tester := caddytest.NewTester(t)
+	tester.InitServer(liveGlobals("\tservers {\n\t\ttrusted_proxies static 127.0.0.0/8\n\t}\n")+fmt.Sprintf(`
+http://localhost:%d {
+	waiting_room {
+		name %s
+		capacity 1
+		max_joins_per_ip 2 1m
+	}
+	respond "upstream {path}"
+}
+`, livePort, room), "caddyfile")
+	join := func(client string) int {
+		req, _ := http.NewRequest(http.MethodGet, liveBase+"/", nil)
+		req.Header.Set("Accept", "application/json")
+		req.Header.Set("X-Forwarded-For", client)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// Each call is a new visitor (no cookie jar): two joins per client, then 429.
+	var codes []int
+	for _, client := range []string{"203.0.113.1", "203.0.113.1", "203.0.113.2", "203.0.113.2", "203.0.113.1", "203.0.113.2"} {
+		codes = append(codes, join(client))
+	}
+	want := []int{http.StatusOK, http.StatusOK, http.StatusOK, http.StatusOK, http.StatusTooManyRequests, http.StatusTooManyRequests}
+	if fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Fatalf("answers to two clients behind one trusted proxy: %v, want %v", codes, want)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -13,101 +14,204 @@ import (
 	"github.com/coder/websocket"
 )
 
-// A `caddy reload` in the middle of a surge loses no waiter: every open waiting
-// WebSocket closes with 1012 (reconnect), every waiter still has its place (its
-// position can only have improved), the new settings apply, and capacity was never
-// exceeded by the old and new config running side by side.
+// A `caddy reload` in the middle of a surge, under churn: sessions lapse, admitted
+// visitors check out (revoke), waiters are admitted and new visitors keep arriving all
+// through it. No waiter loses its place (a socket closed with 1012 reconnects and is
+// told the same place or better), every waiter is admitted in the end, the new settings
+// apply, and capacity is never exceeded by the old and new config running side by
+// side: neither in the room's own count (sampled through the admin API) nor in the
+// number of waiters who know they are inside at once.
 func TestLiveReloadUnderLoad(t *testing.T) {
+	const capacity, n = 3, 20
 	room := uniqueRoom(t)
-	startLive(t, room, "capacity 3")
-	for range 3 {
-		newVisitor(t).place("/")
+	opts := fmt.Sprintf("capacity %d\n\t\tsession_ttl 2s", capacity)
+	startLive(t, room, opts)
+	for range capacity { // these never come back: their sessions lapse after 2 s
+		if _, ok := newVisitor(t).place("/"); !ok {
+			t.Fatal("filling the room: not admitted")
+		}
 	}
-	const n = 20
 	waiters := make([]*visitor, n)
-	sockets := make([]*websocket.Conn, n)
 	for i := range waiters {
 		waiters[i] = newVisitor(t)
 		if q, _ := waiters[i].place("/"); q.Position != i+1 {
 			t.Fatalf("waiter %d at %d", i+1, q.Position)
 		}
-		sockets[i] = waiters[i].socket("/")
-		next(t, sockets[i])
 	}
 
-	// New visitors keep arriving through the reload.
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		errMu  sync.Mutex
+		errs   []string
+		failed atomic.Int64
+	)
+	fail := func(format string, args ...any) {
+		failed.Add(1)
+		errMu.Lock()
+		defer errMu.Unlock()
+		if len(errs) < 20 {
+			errs = append(errs, fmt.Sprintf(format, args...))
+		}
+	}
+	var churn churnCount
+	reloaded := make(chan struct{})
 	var wg sync.WaitGroup
-	var arrived, failed atomic.Int64
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for i, v := range waiters {
+		wg.Go(func() {
+			if err := waitThenShop(v, &churn, i+1); err != nil {
+				fail("waiter %d: %v", i+1, err)
+			}
+		})
+	}
+	// New visitors keep arriving (and never come back).
+	var arrived atomic.Int64
+	var background sync.WaitGroup
+	for range 2 {
+		background.Go(func() {
 			for ctx.Err() == nil {
 				if _, _, err := newVisitor(t).tryPlace("/"); err != nil {
-					failed.Add(1)
-				} else {
-					arrived.Add(1)
+					fail("arrival: %v", err)
+					return
 				}
+				arrived.Add(1)
+				time.Sleep(5 * time.Millisecond)
 			}
-		}()
+		})
 	}
-	var maxActive atomic.Int64
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	// The room's own count of active visitors, through the admin API.
+	var samples, maxActive atomic.Int64
+	background.Go(func() {
 		for ctx.Err() == nil {
-			// Not admin(): it fails the test from this goroutine, and the admin endpoint
-			// itself is replaced during the reload.
-			if resp, err := http.Get(adminBase + "/waiting_room/" + room); err == nil {
-				var info roomObject
-				if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&info) == nil {
-					for {
-						m := maxActive.Load()
-						if int64(info.Active) <= m || maxActive.CompareAndSwap(m, int64(info.Active)) {
-							break
-						}
-					}
-				}
-				resp.Body.Close()
+			info, err := tryRoomInfo(room)
+			if err != nil {
+				fail("admin sampler: %v", err)
+				return
 			}
-			time.Sleep(10 * time.Millisecond)
+			samples.Add(1)
+			if int64(info.Active) > maxActive.Load() {
+				maxActive.Store(int64(info.Active))
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
+	})
+	// Reload once the churn is under way: the first sessions have lapsed and waiters
+	// are being admitted.
+	go func() {
+		defer close(reloaded)
+		for churn.admitted.Load() < capacity && failed.Load() == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		churn.admittedAtFault.Store(churn.admitted.Load())
 	}()
-	time.Sleep(300 * time.Millisecond)
-	startLive(t, room, "capacity 3\n\t\tstatus_code 202")
-	time.Sleep(300 * time.Millisecond)
-	cancel()
+	<-reloaded
+	startLive(t, room, opts+"\n\t\tstatus_code 202")
+	admittedAfter := churn.admitted.Load()
 	wg.Wait()
+	// The new settings apply: a new waiter gets 202.
+	code, _, _, err := newVisitor(t).tryGet("/", "application/json")
+	cancel()
+	background.Wait()
+	for _, e := range errs {
+		t.Error(e)
+	}
+	if failed.Load() > 0 {
+		t.FailNow()
+	}
+	if err != nil || code != http.StatusAccepted {
+		t.Fatalf("a new waiter after the reload got %d (%v), want the new status_code 202", code, err)
+	}
+	t.Logf("%d waiters admitted and checked out (%d before the reload started, %d by the time it was done), %d sockets closed by the reload and reconnected, %d arrivals; %d admin samples, active at most %d, at most %d waiters inside at once",
+		churn.admitted.Load(), churn.admittedAtFault.Load(), admittedAfter, churn.reconnects.Load(), arrived.Load(), samples.Load(), maxActive.Load(), churn.maxInside.Load())
+	switch {
+	case churn.admitted.Load() != n:
+		t.Fatalf("%d of %d waiters admitted", churn.admitted.Load(), n)
+	case churn.reconnects.Load() == 0:
+		t.Fatal("no waiter's socket was closed by the reload: nobody was waiting through it")
+	case churn.admittedAtFault.Load() >= n:
+		t.Fatal("every waiter was admitted before the reload: no admission during it")
+	case samples.Load() < 20:
+		t.Fatalf("only %d admin samples", samples.Load())
+	case maxActive.Load() > capacity:
+		t.Fatalf("active reached %d with capacity %d during the reload", maxActive.Load(), capacity)
+	case churn.maxInside.Load() > capacity:
+		t.Fatalf("%d waiters were inside at once with capacity %d", churn.maxInside.Load(), capacity)
+	}
+}
 
-	for i, c := range sockets {
-		rctx, rcancel := context.WithTimeout(context.Background(), 15*time.Second)
-		var err error
-		for err == nil {
-			_, _, err = c.Read(rctx) // positions sent before the reload, then the close
-		}
-		rcancel()
+// churnCount is what the waiters of a churn test saw.
+type churnCount struct {
+	admitted, admittedAtFault, reconnects atomic.Int64
+	inside, maxInside                     atomic.Int64
+}
+
+// enter counts a visitor in and records the most inside at once.
+func (c *churnCount) enter() {
+	n := c.inside.Add(1)
+	for m := c.maxInside.Load(); n > m && !c.maxInside.CompareAndSwap(m, n); m = c.maxInside.Load() {
+	}
+}
+
+// waitThenShop is one waiter: it holds the waiting page's socket (reconnecting when a
+// reload closes it with 1012, and never told a worse place), then, admitted, goes in,
+// stays a moment and checks out, which frees the slot for the next.
+func waitThenShop(v *visitor, churn *churnCount, position int) error {
+	ctx := context.Background()
+	c, err := v.trySocket(ctx, "/")
+	if err != nil {
+		return err
+	}
+	defer func() { c.CloseNow() }()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, eventDeadline)
+		_, data, err := c.Read(rctx)
+		cancel()
 		var ce websocket.CloseError
-		if !errors.As(err, &ce) || ce.Code != websocket.StatusServiceRestart {
-			t.Fatalf("waiter %d's socket ended with %v, want 1012", i+1, err)
+		if errors.As(err, &ce) && ce.Code == websocket.StatusServiceRestart {
+			churn.reconnects.Add(1)
+			if c, err = v.trySocket(ctx, "/"); err != nil {
+				return fmt.Errorf("reconnecting after the reload: %w", err)
+			}
+			continue
 		}
-	}
-	for i, v := range waiters {
-		q, admitted := v.place("/")
-		if admitted || q.Position < 1 || q.Position > i+1 {
-			t.Fatalf("after the reload waiter %d: admitted=%v position %d, want still queued at %d or better", i+1, admitted, q.Position, i+1)
+		if err != nil {
+			return fmt.Errorf("reading the socket: %w", err)
 		}
-		// It reconnects to the new config and is told the same place.
-		c := v.socket("/")
-		if m := next(t, c); m.Position != q.Position {
-			t.Fatalf("waiter %d reconnected at %d, polled %d", i+1, m.Position, q.Position)
+		var m queueAnswer
+		if err := json.Unmarshal(data, &m); err != nil {
+			return fmt.Errorf("bad message %q", data)
 		}
+		if m.Type == "admitted" {
+			break
+		}
+		if m.Type != "position" || m.Position < 1 || m.Position > position {
+			return fmt.Errorf("told %+v, had position %d", m, position)
+		}
+		position = m.Position
 	}
-	if m := maxActive.Load(); m > 3 {
-		t.Fatalf("active reached %d with capacity 3 during the reload", m)
+	if _, ok, err := v.tryPlace("/"); err != nil || !ok {
+		return fmt.Errorf("told admitted, then not let in: %v", err)
 	}
-	t.Logf("%d visitors arrived during the reload, %d requests failed", arrived.Load(), failed.Load())
-	if failed.Load() != 0 {
-		t.Fatalf("%d requests failed across the reload", failed.Load())
+	churn.admitted.Add(1)
+	churn.enter()
+	time.Sleep(100 * time.Millisecond)
+	churn.inside.Add(-1) // before the checkout frees the slot
+	if _, _, body, err := v.tryGet("/checkout", ""); err != nil || body != "order placed" {
+		return fmt.Errorf("checkout: %q %v", body, err)
 	}
+	return nil
+}
+
+// tryRoomInfo reads one room from the admin API, for goroutines other than the test's.
+func tryRoomInfo(room string) (roomObject, error) {
+	var info roomObject
+	resp, err := http.Get(adminBase + "/waiting_room/" + room)
+	if err != nil {
+		return info, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return info, fmt.Errorf("admin answered %d", resp.StatusCode)
+	}
+	return info, json.NewDecoder(resp.Body).Decode(&info)
 }

@@ -24,6 +24,25 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		want  Handler
 	}{
 		{
+			name: "per-address caps",
+			input: `waiting_room {
+				name tickets
+				capacity 100
+				max_joins_per_ip 5 30s
+				max_connections_per_ip 3
+			}`,
+			want: Handler{Name: "tickets", Capacity: 100, PerIP: &PerIP{MaxJoins: 5, JoinWindow: caddy.Duration(30 * time.Second), MaxConnections: 3}},
+		},
+		{
+			name: "max_joins_per_ip with the default window",
+			input: `waiting_room {
+				name tickets
+				capacity 100
+				max_joins_per_ip 5
+			}`,
+			want: Handler{Name: "tickets", Capacity: 100, PerIP: &PerIP{MaxJoins: 5}},
+		},
+		{
 			name: "name and capacity only",
 			input: `waiting_room {
 				name tickets
@@ -630,6 +649,42 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 			input:   "waiting_room {\n name a\n capacity 1\n store memory {\n  x 1\n }\n}",
 			wantErr: `the memory store takes no options, got "x"`,
 			line:    5,
+		},
+		{
+			name:    "max_joins_per_ip 0",
+			input:   "waiting_room {\n name a\n capacity 1\n max_joins_per_ip 0\n}",
+			wantErr: `max_joins_per_ip must be a whole number greater than 0, got "0"`,
+			line:    4,
+		},
+		{
+			name:    "max_joins_per_ip not a number",
+			input:   "waiting_room {\n name a\n capacity 1\n max_joins_per_ip many\n}",
+			wantErr: `max_joins_per_ip must be a whole number greater than 0, got "many"`,
+			line:    4,
+		},
+		{
+			name:    "max_joins_per_ip bad window",
+			input:   "waiting_room {\n name a\n capacity 1\n max_joins_per_ip 5 -1s\n}",
+			wantErr: `bad window "-1s": want a positive duration such as 1m`,
+			line:    4,
+		},
+		{
+			name:    "max_joins_per_ip too many arguments",
+			input:   "waiting_room {\n name a\n capacity 1\n max_joins_per_ip 5 1m 2\n}",
+			wantErr: "wrong argument count",
+			line:    4,
+		},
+		{
+			name:    "max_connections_per_ip 0",
+			input:   "waiting_room {\n name a\n capacity 1\n max_connections_per_ip 0\n}",
+			wantErr: `max_connections_per_ip must be a whole number greater than 0, got "0"`,
+			line:    4,
+		},
+		{
+			name:    "max_connections_per_ip without a number",
+			input:   "waiting_room {\n name a\n capacity 1\n max_connections_per_ip\n}",
+			wantErr: "wrong argument count",
+			line:    4,
 		},
 		{
 			name:    "argument after waiting_room",

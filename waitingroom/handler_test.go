@@ -3,6 +3,7 @@ package waitingroom
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -269,11 +270,38 @@ func TestAdmittedRequestsTouchTheStoreRarely(t *testing.T) {
 	}
 }
 
-// countingStore counts the touches that reach the real memory store underneath. It is
-// a store module so that it is in place before the room starts.
+// A store whose session check fails (a hung Redis answers nothing within timeout)
+// must not be asked again on every admitted request: each such request waits the
+// whole timeout. The caddytest TestMultiRedisHangs holds this with a real hung Redis.
+func TestFailedTouchIsThrottledToo(t *testing.T) {
+	tr := newTestRoomOn(t, 1, json.RawMessage(`{"type":"counting_test"}`))
+	counting := tr.h.store.(*countingStore)
+	_, c := tr.visit("", "")
+	counting.failTouch.Store(true)
+	for i := 0; i < 1000; i++ {
+		tr.visit(c, "")
+		if i%100 == 0 {
+			tr.clock.Advance(time.Second)
+		}
+	}
+	if n := counting.touches.Load(); n > 3 {
+		t.Fatalf("1000 admitted requests over 10s against a failing store made %d store touches, want one per %v", n, queue.TouchEvery)
+	}
+	if n := counting.touches.Load(); n == 0 {
+		t.Fatal("no touch reached the store in 10s: the session was never checked")
+	}
+	if tr.passed.Load() != 1001 {
+		t.Fatalf("%d of 1001 admitted requests passed", tr.passed.Load())
+	}
+}
+
+// countingStore counts the touches that reach the real memory store underneath, and
+// fails them when failTouch is set. It is a store module so that it is in place before
+// the room starts.
 type countingStore struct {
 	queue.Store
-	touches atomic.Int64
+	touches   atomic.Int64
+	failTouch atomic.Bool
 }
 
 type countingStoreModule struct{}
@@ -293,6 +321,9 @@ func init() { caddy.RegisterModule(countingStoreModule{}) }
 
 func (c *countingStore) Touch(ctx context.Context, id queue.VisitorID, now time.Time) (bool, error) {
 	c.touches.Add(1)
+	if c.failTouch.Load() {
+		return false, errors.New("store unavailable")
+	}
 	return c.Store.Touch(ctx, id, now)
 }
 

@@ -100,13 +100,3 @@ func TestRoomHistory(t *testing.T) {
 		t.Fatalf("history %+v: %d admissions, %d waits; want the waiter's admission and wait", pts, admissions, waits)
 	}
 }
-
-func visitorOf(t *testing.T, tr *testRoom, cookie string) queue.VisitorID {
-	t.Helper()
-	keys := tr.h.room.keys.Load()
-	tok, ok := keys.Open(cookie, tr.clock.Now())
-	if !ok {
-		t.Fatal("cookie does not open")
-	}
-	return tok.ID
-}

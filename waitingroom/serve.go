@@ -39,8 +39,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			}
 			active, err := rm.store.Touch(r.Context(), tok.ID, now)
 			if err != nil {
-				// The cookie is verified: an admitted visitor keeps passing in an outage.
+				// The cookie is verified: an admitted visitor keeps passing in an outage,
+				// and asks a hung store again only after TouchEvery, not on every request.
 				rm.storeError("touch", err)
+				rm.markTouched(tok.ID, now)
 				v.admitted(tok.ID, -1)
 				return h.passAdmitted(w, r, next, tok.ID)
 			}

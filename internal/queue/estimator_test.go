@@ -140,8 +140,10 @@ func TestEstimatorAccuracyInSteadyState(t *testing.T) {
 	frac := float64(within) / float64(len(ratios))
 	t.Logf("%d waiters: %.1f%% within 25%% of their real wait; estimate/real p10 %.2f, median %.2f, p90 %.2f",
 		len(ratios), 100*frac, ratios[len(ratios)/10], ratios[len(ratios)/2], ratios[len(ratios)*9/10])
-	if frac < 0.8 {
-		t.Fatalf("only %.1f%% of estimates within 25%% of the real wait, want at least 80%%", 100*frac)
+	// The simulation is deterministic (seeded, on a fake clock): this is the figure
+	// docs/architecture.md and docs/performance.md publish, and it must not drop.
+	if frac < 0.978 {
+		t.Fatalf("only %.1f%% of estimates within 25%% of the real wait, want at least the published 97.8%%", 100*frac)
 	}
 }
 

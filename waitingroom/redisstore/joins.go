@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,6 +30,7 @@ type joinRequest struct {
 	id   queue.VisitorID
 	now  time.Time
 	lim  queue.Limits
+	ctx  context.Context // the caller's, bounded by the store's timeout: when it is done, the caller has given up
 	done chan joinResult // buffered: the drain never waits for a caller that gave up
 }
 
@@ -39,18 +41,14 @@ type joinResult struct {
 
 // Join takes a brand-new visitor (see queue.Store).
 func (s *roomStore) Join(ctx context.Context, id queue.VisitorID, now time.Time, lim queue.Limits) (queue.Status, error) {
-	req := &joinRequest{id: id, now: now, lim: lim}
+	req := &joinRequest{id: id, now: now, lim: lim, ctx: ctx}
 	b := &s.joins
 	b.mu.Lock()
 	if !b.draining {
 		b.draining = true
 		b.mu.Unlock()
 		r := s.joinBatch(ctx, []*joinRequest{req})[0]
-		b.mu.Lock()
-		more := len(b.pending) > 0
-		b.draining = more
-		b.mu.Unlock()
-		if more {
+		if s.afterBatch(r.err) {
 			go s.drainJoins()
 		}
 		return r.status, r.err
@@ -66,18 +64,35 @@ func (s *roomStore) Join(ctx context.Context, id queue.VisitorID, now time.Time,
 	}
 }
 
+// afterBatch decides, after a batch came back with err, whether the drain goes on. A
+// batch that failed (Redis hung, or gone) fails every pending join at once with the
+// same error, unsent: each would otherwise wait for a batch of its own to time out in
+// turn, many timeouts in all, and none of them has been written anywhere.
+func (s *roomStore) afterBatch(err error) (more bool) {
+	b := &s.joins
+	b.mu.Lock()
+	var failed []*joinRequest
+	if err != nil {
+		failed, b.pending = b.pending, nil
+	}
+	more = len(b.pending) > 0
+	b.draining = more
+	b.mu.Unlock()
+	for _, r := range failed {
+		r.done <- joinResult{err: err}
+	}
+	return more
+}
+
 // drainJoins runs join scripts until nothing is pending. Requests with different limits
-// (a reload or an admin change between them) go in separate calls. It runs for nobody
-// in particular, so no caller's context bounds it: the store's timeout does.
+// (a reload or an admin change between them) go in separate calls. A request whose
+// caller has given up is dropped (its visitor was answered as failed, so must get no
+// place); a batch runs within the store's timeout, or before the earliest deadline
+// of its callers if one is earlier.
 func (s *roomStore) drainJoins() {
 	b := &s.joins
 	for {
 		b.mu.Lock()
-		if len(b.pending) == 0 {
-			b.draining = false
-			b.mu.Unlock()
-			return
-		}
 		n := 1
 		for n < len(b.pending) && n < maxJoinBatch && b.pending[n].lim == b.pending[0].lim {
 			n++
@@ -85,8 +100,25 @@ func (s *roomStore) drainJoins() {
 		batch := b.pending[:n:n]
 		b.pending = append([]*joinRequest(nil), b.pending[n:]...)
 		b.mu.Unlock()
-		for i, r := range s.joinBatch(context.Background(), batch) {
-			batch[i].done <- r
+		batch = slices.DeleteFunc(batch, func(r *joinRequest) bool { return r.ctx.Err() != nil })
+		var err error
+		if len(batch) > 0 {
+			deadline := time.Now().Add(s.timeout)
+			for _, r := range batch {
+				if d, ok := r.ctx.Deadline(); ok && d.Before(deadline) {
+					deadline = d
+				}
+			}
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			results := s.joinBatch(ctx, batch)
+			cancel()
+			for i, r := range results {
+				batch[i].done <- r
+			}
+			err = results[0].err
+		}
+		if !s.afterBatch(err) {
+			return
 		}
 	}
 }

@@ -89,8 +89,8 @@ func TestOutageAndRecovery(t *testing.T) {
 				if err == nil {
 					t.Errorf("%s with Redis down returned no error", name)
 				}
-				if took > timeout+time.Second {
-					t.Errorf("%s with Redis down took %v, timeout is %v", name, took, timeout)
+				if ratio := float64(took) / float64(timeout); ratio > 3 {
+					t.Errorf("%s with Redis down took %.2f timeouts, want at most 3", name, ratio)
 				}
 			})
 		}
@@ -98,7 +98,7 @@ func TestOutageAndRecovery(t *testing.T) {
 	wg.Wait()
 	// Goroutines started for the calls must be gone again (allow go-redis a few for
 	// reconnecting).
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(10 * timeout)
 	for runtime.NumGoroutine() > before+5 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -113,8 +113,8 @@ func TestOutageAndRecovery(t *testing.T) {
 		if err == nil {
 			break
 		}
-		if time.Since(restarted) > 5*time.Second {
-			t.Fatalf("store calls still fail 5s after Redis came back: %v", err)
+		if time.Since(restarted) > 20*timeout {
+			t.Fatalf("store calls still fail 20 timeouts after Redis came back: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -145,8 +145,8 @@ func TestOutageAndRecovery(t *testing.T) {
 		if ok {
 			break
 		}
-		if time.Since(restarted) > 10*time.Second {
-			t.Fatal("no admission delivered to the subscriber 10s after Redis came back")
+		if time.Since(restarted) > 40*timeout {
+			t.Fatal("no admission delivered to the subscriber 40 timeouts after Redis came back")
 		}
 		if _, err := s.Leave(ctx, waiter); err != nil {
 			t.Fatal(err)
@@ -158,21 +158,22 @@ func TestOutageAndRecovery(t *testing.T) {
 // A Redis that is not there does not fail provisioning or opening a room; calls fail
 // fast.
 func TestUnreachableRedisProvisions(t *testing.T) {
-	mod := provision(t, &Redis{Addresses: []string{"127.0.0.1:1"}, Timeout: caddy.Duration(200 * time.Millisecond)})
+	const timeout = 200 * time.Millisecond
+	mod := provision(t, &Redis{Addresses: []string{"127.0.0.1:1"}, Timeout: caddy.Duration(timeout)})
 	s := open(t, mod)
 	start := time.Now()
 	_, err := s.Stats(context.Background())
 	if err == nil {
 		t.Fatal("Stats against no Redis returned no error")
 	}
-	if took := time.Since(start); took > time.Second {
-		t.Fatalf("Stats against no Redis took %v", took)
+	if ratio := float64(time.Since(start)) / float64(timeout); ratio > 2 {
+		t.Fatalf("Stats against no Redis took %.2f timeouts, want at most 2", ratio)
 	}
 	// Subscribing waits at most the timeout, then resubscribes in the background.
 	start = time.Now()
 	cancel := s.Subscribe(func([]queue.VisitorID) {})
 	cancel()
-	if took := time.Since(start); took > time.Second {
-		t.Fatalf("Subscribe against no Redis took %v", took)
+	if ratio := float64(time.Since(start)) / float64(timeout); ratio > 2 {
+		t.Fatalf("Subscribe against no Redis took %.2f timeouts, want at most 2", ratio)
 	}
 }

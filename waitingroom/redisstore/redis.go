@@ -1,6 +1,14 @@
 // Package redisstore is the http.handlers.waiting_room.stores.redis module: a waiting
 // room store in Redis (standalone, Sentinel or Cluster) that any number of Caddy
 // instances share, so that they behave as one waiting room.
+//
+// Every call is bounded by the store's timeout, and a script never acts after its
+// caller has given up on it: each script call carries its deadline in Redis's clock
+// (an offset measured against the room's node and kept fresh) and the script checks it
+// against Redis's TIME before any write, so a Redis that hangs and then resumes does
+// not carry out joins, leaves or admissions that were answered as failed. deadline.go
+// holds the design and its limits; docs/several-instances.md says what an operator
+// sees.
 package redisstore
 
 import (

@@ -43,7 +43,10 @@ import "github.com/redis/go-redis/v9"
 // heard, joins, returns and departures lower the score with ZADD LT, a sweep sets it
 // exactly), so every bucket that may hold a silent waiter scores at or below the
 // cutoff.
-const prelude = `
+//
+// The prelude starts with deadlineCheck (deadline.go): every script's ARGV[1] is its
+// caller's deadline, taken off before the script reads its own arguments.
+const prelude = deadlineCheck + `
 local queue, active, meta, live, heard, buckets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local rate, held, gone = KEYS[7], KEYS[8], KEYS[9]
 local holders, leases = KEYS[10], KEYS[11]

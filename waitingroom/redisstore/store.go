@@ -33,6 +33,7 @@ type roomStore struct {
 	overrides string
 	timeout   time.Duration
 	joins     joinBatcher
+	clock     redisClock
 	// slot is this instance's number among the room's holders (see queue.Holder), 0
 	// until its first Hold is given one (under slotMu, so it is given once).
 	slot   atomic.Uint32
@@ -57,11 +58,30 @@ func newRoomStore(shared *sharedClient, prefix, room string, timeout time.Durati
 	}
 }
 
+// run calls script within the store's timeout (or ctx's deadline, if earlier), with
+// that deadline as the script's first argument (see deadline.go).
 func (s *roomStore) run(ctx context.Context, script *redis.Script, args ...any) *redis.Cmd {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	cmd := script.Run(ctx, s.shared.client, s.keys, args...)
-	s.shared.noteError(cmd.Err())
+	callerDeadline, _ := ctx.Deadline()
+	return s.runUntil(ctx, callerDeadline, script, args...)
+}
+
+// runUntil calls script for a caller that gives up at callerDeadline; ctx bounds the
+// call itself.
+func (s *roomStore) runUntil(ctx context.Context, callerDeadline time.Time, script *redis.Script, args ...any) *redis.Cmd {
+	deadline, err := s.deadline(ctx, callerDeadline)
+	if err != nil {
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(err)
+		return cmd
+	}
+	cmd := script.Run(ctx, s.shared.client, s.keys, append([]any{deadline}, args...)...)
+	if err := cmd.Err(); isDeadlineReply(err) {
+		s.refreshClock() // late because Redis stalled, or because the clocks moved
+	} else {
+		s.shared.noteError(err)
+	}
 	return cmd
 }
 
