@@ -100,17 +100,20 @@ var siteClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport)
 // trusting the run's local CA; nil until a TLS instance has started.
 var clientTLS *tls.Config
 
+// trustedRoot is the root certificate file clientTLS trusts.
+var trustedRoot string
+
 // trustLocalCA waits for the local CA's root certificate (the first TLS instance
 // writes it as it starts) and has the harness's clients trust it.
 func (r *rig) trustLocalCA(p *proc) error {
-	if clientTLS != nil {
-		return nil
+	if trustedRoot == r.rootFile() {
+		return nil // a run's CA, once loaded, is every TLS instance's; a new rig has its own
 	}
 	deadline := time.Now().Add(startDeadline)
 	for {
 		cfg, err := loadRoot(r.rootFile())
 		if err == nil {
-			clientTLS = cfg
+			clientTLS, trustedRoot = cfg, r.rootFile()
 			siteClient.Transport.(*http.Transport).TLSClientConfig = cfg.Clone()
 			return nil
 		}
