@@ -15,11 +15,12 @@ type instance struct {
 	*proc
 	admin string         // http://127.0.0.1:<admin port>
 	ports map[string]int // site name → port
+	over  transport      // how its sites are served
 }
 
 // url is the base URL of the instance's site named site.
 func (in *instance) url(site string) string {
-	return fmt.Sprintf("http://127.0.0.1:%d", in.ports[site])
+	return fmt.Sprintf("%s://127.0.0.1:%d", in.over.scheme(), in.ports[site])
 }
 
 // A caddyConfig says what a new instance serves: sites maps a site's name to its
@@ -27,32 +28,43 @@ func (in *instance) url(site string) string {
 // picks. Every instance also answers /healthz on every site, outside any room.
 type caddyConfig map[string]string
 
-// startCaddy starts an instance serving cfg and waits until every site answers.
+// startCaddy starts an instance serving cfg over plain HTTP and waits until every site
+// answers.
 func (r *rig) startCaddy(name string, cfg caddyConfig) (*instance, error) {
-	in := &instance{ports: map[string]int{}}
+	return r.startCaddyOver(name, cfg, plainHTTP)
+}
+
+// startCaddyOver is startCaddy over the transport t (see tls.go).
+func (r *rig) startCaddyOver(name string, cfg caddyConfig, t transport) (*instance, error) {
+	in := &instance{ports: map[string]int{}, over: t}
 	adminPort, err := r.freePort()
 	if err != nil {
 		return nil, err
 	}
 	in.admin = fmt.Sprintf("http://127.0.0.1:%d", adminPort)
+	https := "\tauto_https off\n"
+	if t.secure {
+		if https, err = r.tlsGlobals(); err != nil {
+			return nil, err
+		}
+	}
 	text := fmt.Sprintf(`{
 	admin 127.0.0.1:%d
 	default_bind 127.0.0.1
-	auto_https off
-	persist_config off
+%s	persist_config off
 	grace_period 1ns
 	log {
 		level ERROR
 	}
 }
-`, adminPort)
+`, adminPort, https)
 	for site, body := range cfg {
 		port, err := r.freePort()
 		if err != nil {
 			return nil, err
 		}
 		in.ports[site] = port
-		text += fmt.Sprintf("\nhttp://127.0.0.1:%d {\n\thandle /healthz {\n\t\trespond \"ok\"\n\t}\n%s\n}\n", port, body)
+		text += fmt.Sprintf("\n%s://127.0.0.1:%d {\n\thandle /healthz {\n\t\trespond \"ok\"\n\t}\n%s\n}\n", t.scheme(), port, body)
 	}
 	dir := filepath.Join(r.dir, name)
 	for _, d := range []string{"data", "config"} {
@@ -77,6 +89,11 @@ func (r *rig) startCaddy(name string, cfg caddyConfig) (*instance, error) {
 		return nil, err
 	}
 	in.proc = p
+	if t.secure {
+		if err := r.trustLocalCA(p); err != nil {
+			return nil, err
+		}
+	}
 	for site := range cfg {
 		if err := waitHTTP(r.ctx, p, in.url(site)+"/healthz"); err != nil {
 			return nil, err

@@ -22,6 +22,7 @@ type listener struct {
 	epfd    int
 	start   time.Time // arrival times count from here, as heldWaiter's do
 	buf     []byte    // the loop's read buffer, shared by every socket
+	raw     []byte    // over TLS, what a read of the socket took, before decryption
 	oob     []byte    // a read's control message: when its bytes reached the socket
 	events  []syscall.EpollEvent
 	mu      sync.Mutex
@@ -45,7 +46,7 @@ func newListener(start time.Time) (*listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &listener{epfd: epfd, start: start, buf: make([]byte, 64<<10), oob: make([]byte, 64),
+	l := &listener{epfd: epfd, start: start, buf: make([]byte, 64<<10), raw: make([]byte, 64<<10), oob: make([]byte, 64),
 		events: make([]syscall.EpollEvent, 256)}
 	go l.loop()
 	return l, nil
@@ -54,12 +55,20 @@ func newListener(start time.Time) (*listener, error) {
 // add takes c's socket out of the Go runtime's hands and into the loop. What c has
 // already read (the first position, often) is parsed first.
 func (l *listener) add(w *heldWaiter, c *waiterConn) error {
-	fd, err := detach(c.c)
+	tcp := c.c
+	if c.feed != nil {
+		tcp = c.feed.Conn
+	}
+	fd, err := detach(tcp)
 	if err != nil {
 		c.Close()
 		return err
 	}
-	c.out = fdWriter(fd)
+	if c.feed != nil {
+		c.feed.take(fd) // c.out stays the TLS connection, which writes to fd
+	} else {
+		c.out = fdWriter(fd)
+	}
 	// Each read says when its last bytes reached the socket (see receiveTime).
 	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1); err != nil {
 		syscall.Close(fd)
@@ -79,6 +88,11 @@ func (l *listener) add(w *heldWaiter, c *waiterConn) error {
 	}
 	now := time.Since(l.start)
 	l.parse(ls, now, now) // read during the handshake: no receive time, the read's is taken
+	if c.feed != nil && l.sockets[fd] == ls {
+		// The TLS connection may hold records it read from the socket during the
+		// handshake, which no event will announce.
+		l.readable(ls, now)
+	}
 	return nil
 }
 
@@ -134,7 +148,7 @@ func (l *listener) loop() {
 // may have left more. Called with l.mu held.
 func (l *listener) readable(ls *listened, now time.Duration) {
 	arrived := now
-	read := func(b []byte) (int, error) {
+	recv := func(b []byte) (int, error) {
 		n, oobn, _, _, err := syscall.Recvmsg(ls.fd, b, l.oob, 0)
 		if n == 0 && err == nil {
 			return 0, io.EOF
@@ -143,6 +157,13 @@ func (l *listener) readable(ls *listened, now time.Duration) {
 			arrived = at.Sub(l.start)
 		}
 		return n, err
+	}
+	read := recv
+	if f := ls.c.feed; f != nil {
+		// Over TLS: all the socket has goes to the TLS connection, and the messages
+		// are read out of it, one record a read, until it needs more.
+		f.fill(l.raw, recv)
+		read = ls.c.c.Read
 	}
 	for l.sockets[ls.fd] == ls {
 		err := ls.c.receive(l.buf, read)
@@ -156,7 +177,7 @@ func (l *listener) readable(ls *listened, now time.Duration) {
 		}
 		full := len(ls.c.in) == len(l.buf)
 		l.parse(ls, arrived, now)
-		if !full {
+		if !full && ls.c.feed == nil {
 			return
 		}
 	}

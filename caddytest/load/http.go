@@ -62,27 +62,32 @@ type httpStore struct {
 }
 
 func runHTTP(ctx context.Context, r *rig, o options) ([]row, error) {
-	redis, err := r.startRedis("http-redis")
-	if err != nil {
-		return nil, err
-	}
 	page, err := waitingPageSize(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	stores := []httpStore{
-		{name: "memory", config: "store memory", newGoal: 0.85},
-		{name: "Redis", config: "store redis redis://" + redis.addr, newGoal: 0.50, redis: redis},
-	}
+	// Every transport's instances and their rounds run together, interleaved, so
+	// that the plain and TLS rows compare; each Redis instance has a Redis of its
+	// own, as the rooms' counters must be the instance's alone (check).
 	var benches []*httpBench
 	var targets []wrkTarget
-	for _, s := range stores {
-		b, err := newHTTPBench(ctx, r, s, page)
+	for _, t := range o.transports() {
+		redis, err := r.startRedis("http-redis" + fileSuffix(t))
 		if err != nil {
 			return nil, err
 		}
-		benches = append(benches, b)
-		targets = append(targets, b.targets...)
+		stores := []httpStore{
+			{name: "memory", config: "store memory", newGoal: 0.85},
+			{name: "Redis", config: "store redis redis://" + redis.addr, newGoal: 0.50, redis: redis},
+		}
+		for _, s := range stores {
+			b, err := newHTTPBench(ctx, r, s, t, page)
+			if err != nil {
+				return nil, err
+			}
+			benches = append(benches, b)
+			targets = append(targets, b.targets...)
+		}
 	}
 	for _, b := range benches {
 		if !o.quick { // warm up: a first round on a cold instance would be the slowest
@@ -98,7 +103,7 @@ func runHTTP(ctx context.Context, r *rig, o options) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rows []row
+	byStore := map[string][][]row{}
 	for _, b := range benches {
 		if err := b.snapshot(ctx, b.after); err != nil {
 			return nil, err
@@ -106,7 +111,11 @@ func runHTTP(ctx context.Context, r *rig, o options) ([]row, error) {
 		if err := b.check(res); err != nil {
 			return nil, err
 		}
-		rows = append(rows, b.rows(res)...)
+		byStore[b.store.name] = append(byStore[b.store.name], b.rows(res))
+	}
+	var rows []row
+	for _, s := range []string{"memory", "Redis"} {
+		rows = append(rows, pairRows(byStore[s]...)...)
 	}
 	if o.profiles != "" {
 		for _, b := range benches {
@@ -150,22 +159,24 @@ const oneWriteBody = 3000
 // measured rounds, which prove each target took the path its row names.
 type httpBench struct {
 	store         httpStore
+	label         string // the store, and the transport unless plain: "memory", "memory TLS"
 	in            *instance
 	targets       []wrkTarget
 	before, after map[string]roomCounters
 }
 
-func newHTTPBench(ctx context.Context, r *rig, s httpStore, page int) (*httpBench, error) {
+func newHTTPBench(ctx context.Context, r *rig, s httpStore, t transport, page int) (*httpBench, error) {
 	cfg := caddyConfig{"bare": `respond "ok"`, "barepage": fmt.Sprintf("respond %q", strings.Repeat("x", page)),
 		"barefit": fmt.Sprintf("respond %q", strings.Repeat("x", oneWriteBody))}
 	for _, rm := range httpRooms {
 		cfg[rm.site] = fmt.Sprintf("\twaiting_room {\n\t\tname %s\n\t\t%s\n\t\t%s\n\t}\n\trespond \"ok\"", rm.site, rm.config, s.config)
 	}
-	in, err := r.startCaddy("http-"+s.name, cfg)
+	in, err := r.startCaddyOver("http-"+s.name+fileSuffix(t), cfg, t)
 	if err != nil {
 		return nil, err
 	}
-	b := &httpBench{store: s, in: in, before: map[string]roomCounters{}, after: map[string]roomCounters{}}
+	label := strings.TrimSpace(s.name + " " + t.label())
+	b := &httpBench{store: s, label: label, in: in, before: map[string]roomCounters{}, after: map[string]roomCounters{}}
 	cookie, err := admittedCookie(ctx, in.url("admitted"))
 	if err != nil {
 		return nil, err
@@ -177,13 +188,13 @@ func newHTTPBench(ctx context.Context, r *rig, s httpStore, page int) (*httpBenc
 		serve = append(serve, s.redis.proc)
 	}
 	b.targets = []wrkTarget{
-		{name: s.name + " bare", url: in.url("bare") + "/", headers: browser, serve: serve},
-		{name: s.name + " admitted", url: in.url("admitted") + "/", headers: browser, serve: serve},
-		{name: s.name + " new", url: in.url("new") + "/", headers: browser, serve: serve},
-		{name: s.name + " queued", url: in.url("queued") + "/", headers: browser, serve: serve},
-		{name: s.name + " queued JSON", url: in.url("queued") + "/", headers: api, serve: serve},
-		{name: s.name + " bare page", url: in.url("barepage") + "/", headers: browser, serve: serve},
-		{name: s.name + " bare 3 KB", url: in.url("barefit") + "/", headers: browser, serve: serve},
+		{name: label + " bare", url: in.url("bare") + "/", headers: browser, serve: serve},
+		{name: label + " admitted", url: in.url("admitted") + "/", headers: browser, serve: serve},
+		{name: label + " new", url: in.url("new") + "/", headers: browser, serve: serve},
+		{name: label + " queued", url: in.url("queued") + "/", headers: browser, serve: serve},
+		{name: label + " queued JSON", url: in.url("queued") + "/", headers: api, serve: serve},
+		{name: label + " bare page", url: in.url("barepage") + "/", headers: browser, serve: serve},
+		{name: label + " bare 3 KB", url: in.url("barefit") + "/", headers: browser, serve: serve},
 	}
 	return b, b.probe(ctx)
 }
@@ -208,7 +219,7 @@ func (b *httpBench) check(res map[string]wrkResult) error {
 		return int64(b.after[site].AdmittedTotal - b.before[site].AdmittedTotal),
 			int64(b.after[site].Waiting - b.before[site].Waiting)
 	}
-	s := b.store.name
+	s := b.label
 	if a, w := delta("admitted"); a != 0 || w != 0 {
 		return fmt.Errorf("%s: the admitted target made %d new admissions and %d waiters: its cookie stopped working", s, a, w)
 	}
@@ -226,7 +237,7 @@ func (b *httpBench) check(res map[string]wrkResult) error {
 // then the same targets' cost: requests per CPU second of the serving processes,
 // which the neighbours on a shared machine hardly move (no target: a cross-check).
 func (b *httpBench) rows(res map[string]wrkResult) []row {
-	s := b.store.name
+	s := b.label
 	figures := []struct {
 		target, figure string
 		goal           float64
@@ -265,7 +276,7 @@ func (b *httpBench) rows(res map[string]wrkResult) []row {
 // the room targets would pay it.
 func (b *httpBench) profile(ctx context.Context, r *rig) error {
 	for _, t := range b.targets {
-		if kind := t.name[len(b.store.name)+1:]; strings.HasPrefix(kind, "bare") {
+		if kind := t.name[len(b.label)+1:]; strings.HasPrefix(kind, "bare") {
 			continue // not the room's path
 		}
 		file := fmt.Sprintf("http-%s.pprof", fileName(t.name))

@@ -34,7 +34,7 @@ func (b *httpBench) probe(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		kind := t.name[len(b.store.name)+1:]
+		kind := t.name[len(b.label)+1:]
 		cookie := ""
 		for _, c := range resp.Cookies() {
 			cookie = c.Name
@@ -71,7 +71,7 @@ func get(ctx context.Context, url string, headers []string) (*http.Response, str
 		name, value, _ := strings.Cut(h, ":")
 		req.Header.Set(name, strings.TrimSpace(value))
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := siteClient.Do(req)
 	if err != nil {
 		return nil, "", err
 	}

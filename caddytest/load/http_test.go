@@ -28,13 +28,14 @@ func TestHTTPAndStoreSections(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	o := options{quick: true, only: []string{"store", "http"}, duration: time.Second, rounds: 1}
+	o := options{quick: true, only: []string{"store", "http"}, duration: time.Second, rounds: 1, tls: true}
 	rows, err := run(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	want := map[string]int{"machine": 1, "http": 2 * (2*4 + 3), "store": 4 + 2*2*len(scaleFor(o).sizes)}
+	// http: two stores, each over plain HTTP and TLS.
+	want := map[string]int{"machine": 1, "http": 2 * 2 * (2*4 + 3), "store": 4 + 2*2*len(scaleFor(o).sizes)}
 	got := map[string]int{}
 	for _, r := range rows {
 		got[r.section]++

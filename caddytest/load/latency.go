@@ -38,16 +38,16 @@ func runLatency(ctx context.Context, r *rig, o options) ([]row, error) {
 		ins = append(ins, in)
 	}
 	addrs := instanceAddrs(ins, "site")
-	holder, err := takeSlot(addrs[0])
+	holder, err := takeSlot(plainHTTP, addrs[0])
 	if err != nil {
 		return nil, err
 	}
-	probes, err := joinProbes(addrs, samples)
+	probes, err := joinProbes(plainHTTP, addrs, samples)
 	if err != nil {
 		return nil, err
 	}
 	defer closeProbes(probes)
-	s, err := timeAdmissions(ctx, addrs, holder, probes)
+	s, err := timeAdmissions(ctx, plainHTTP, addrs, holder, probes)
 	rows := latencyRows("2 instances, idle", s)
 	return rows, err
 }

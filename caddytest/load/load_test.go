@@ -27,7 +27,7 @@ func TestWebSocketSections(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	o := options{quick: true, only: []string{"ws", "latency"}, waiters: 200, instances: 2, clients: 2,
-		duration: time.Second, rounds: 1}
+		duration: time.Second, rounds: 1, tls: true}
 	rows, err := run(ctx, o)
 	printTable(os.Stderr, rows, false)
 	if err != nil {
@@ -45,23 +45,27 @@ func TestWebSocketSections(t *testing.T) {
 		}
 		return found
 	}
-	if got := find("ws", "waiting WebSockets held")[0].value; got != "200 of 200" {
-		t.Errorf("waiters held: %s", got)
-	}
-	for i, r := range find("ws", "sockets ended, told admitted, or silent throughout") {
-		if r.value != "0" {
-			t.Errorf("idle window %d: %s waiters lost their socket, were admitted or heard nothing", i+1, r.value)
+	// The same over plain HTTP and over TLS (-tls), whose rows say "TLS: ".
+	for _, over := range []string{"", "TLS: "} {
+		if got := find("ws", over+"waiting WebSockets held")[0].value; got != "200 of 200" {
+			t.Errorf("%swaiters held: %s", over, got)
+		}
+		for i, r := range find("ws", over+"sockets ended, told admitted, or silent throughout") {
+			if r.value != "0" {
+				t.Errorf("%sidle window %d: %s waiters lost their socket, were admitted or heard nothing", over, i+1, r.value)
+			}
+		}
+		if got := find("ws", over+"sockets ended without an admission, or silent throughout")[0].value; got != "0" {
+			t.Errorf("%swith the line moving: %s waiters lost their socket or heard nothing", over, got)
+		}
+		if got := find("ws", over+"told admitted (the line moved for them)")[0].value; got == "0" {
+			t.Errorf("%swith the line moving: nobody was admitted from the head", over)
+		}
+		if got := find("ws", over+`slot freed → "admitted"`)[0].value; got != "5" {
+			t.Errorf("%sadmission samples under load: %s of 5", over, got)
 		}
 	}
-	if got := find("ws", "sockets ended without an admission, or silent throughout")[0].value; got != "0" {
-		t.Errorf("with the line moving: %s waiters lost their socket or heard nothing", got)
-	}
-	if got := find("ws", "told admitted (the line moved for them)")[0].value; got == "0" {
-		t.Errorf("with the line moving: nobody was admitted from the head")
-	}
-	if got := find("ws", `slot freed → "admitted"`)[0].value; got != "5" {
-		t.Errorf("admission samples under load: %s of 5", got)
-	}
+	find("ws", "TLS ÷ plain: server memory per waiter")
 	if got := find("latency", `slot freed → "admitted"`)[0].value; got != "20" {
 		t.Errorf("admission samples: %s of 20", got)
 	}

@@ -12,6 +12,7 @@
 //	go run ./load                 # every section, full scale
 //	go run ./load -quick          # every section, small scale (a smoke run)
 //	go run ./load -only http,ws   # some sections
+//	go run ./load -tls            # and the http and ws sections over HTTPS too
 //	go run ./load -docs ../docs/performance.md   # and rewrite the manual's table
 //
 // It needs redis-server and wrk on PATH (Debian: redis-server, wrk).
@@ -43,6 +44,7 @@ type options struct {
 	docs      string        // a Markdown file whose table block the run rewrites; none when empty
 	keep      bool          // keep the run's folder (Caddyfiles, logs) instead of removing it
 	liveness  []int         // the liveness section's room sizes; its default scale when empty
+	tls       bool          // run the http and ws sections over HTTPS too (tls.go)
 }
 
 // A section measures one group of figures. Sections register themselves from their
@@ -74,6 +76,7 @@ func main() {
 	flag.StringVar(&o.profiles, "profiles", "", "folder to write CPU and heap profiles of the Caddy processes into")
 	flag.BoolVar(&o.markdown, "markdown", false, "print the table as Markdown")
 	flag.StringVar(&o.docs, "docs", "", "after a run with no failed section, write its table into this file between "+tableBegin+" and "+tableEnd+" (../docs/performance.md)")
+	flag.BoolVar(&o.tls, "tls", false, "also run the http and ws sections over HTTPS (Caddy's local CA), their rows beside the plain ones")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's folder (Caddyfiles and every process's log) and print its path")
 	flag.Func("liveness", "comma-separated room sizes for the liveness section (default 10000,100000,1000000)", func(s string) error {
 		for f := range strings.SplitSeq(s, ",") {

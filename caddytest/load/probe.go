@@ -46,7 +46,7 @@ func roomSite(room, redisAddr string) string {
 func instanceAddrs(ins []*instance, site string) []string {
 	addrs := make([]string, len(ins))
 	for i, in := range ins {
-		addrs[i] = strings.TrimPrefix(in.url(site), "http://")
+		addrs[i] = strings.TrimPrefix(in.url(site), in.over.scheme()+"://")
 	}
 	return addrs
 }
@@ -65,8 +65,8 @@ type probeNews struct {
 
 // takeSlot makes the first visitor of an empty room, admitted at once on addr, and
 // returns its cookie.
-func takeSlot(addr string) (string, error) {
-	resp, err := http.Get("http://" + addr + roomPath)
+func takeSlot(t transport, addr string) (string, error) {
+	resp, err := siteClient.Get(t.scheme() + "://" + addr + roomPath)
 	if err != nil {
 		return "", err
 	}
@@ -83,9 +83,9 @@ func takeSlot(addr string) (string, error) {
 }
 
 // joinProbes queues n probes, in order, each with its socket open.
-func joinProbes(addrs []string, n int) ([]*probe, error) {
+func joinProbes(t transport, addrs []string, n int) ([]*probe, error) {
 	var probes []*probe
-	d := &net.Dialer{Timeout: handshakeTimeout}
+	d := t.dialer(&net.Dialer{Timeout: handshakeTimeout})
 	for i := range n {
 		at := (i + 1) % len(addrs)
 		c, err := joinAndWait(d, addrs[at], roomPath, "")
@@ -132,9 +132,9 @@ type admissionSamples struct {
 // timeAdmissions takes one sample per probe, in order (see the top of the file).
 // Samples are spread over the phases of the rooms' 250 ms step and 500 ms push rounds:
 // a fixed pause would always land at the same point of them.
-func timeAdmissions(ctx context.Context, addrs []string, holder string, probes []*probe) (admissionSamples, error) {
+func timeAdmissions(ctx context.Context, t transport, addrs []string, holder string, probes []*probe) (admissionSamples, error) {
 	var s admissionSamples
-	client := &http.Client{Timeout: handshakeTimeout}
+	client := &http.Client{Timeout: handshakeTimeout, Transport: siteClient.Transport}
 	defer client.CloseIdleConnections()
 	for i, p := range probes {
 		pause := 100*time.Millisecond + time.Duration(i*137%500)*time.Millisecond
@@ -145,7 +145,7 @@ func timeAdmissions(ctx context.Context, addrs []string, holder string, probes [
 		}
 		at := addrs[i%len(addrs)] // never the instance holding probe i's socket
 		start := time.Now()
-		if err := checkout(client, at, holder); err != nil {
+		if err := checkout(client, t.scheme()+"://"+at, holder); err != nil {
 			return s, fmt.Errorf("sample %d: %w", i, err)
 		}
 		s.revoke = append(s.revoke, time.Since(start))
@@ -167,8 +167,8 @@ func timeAdmissions(ctx context.Context, addrs []string, holder string, probes [
 
 // checkout is the holder's request to the checkout path: the upstream's revoke frees
 // the slot.
-func checkout(client *http.Client, addr, cookie string) error {
-	req, err := http.NewRequest(http.MethodGet, "http://"+addr+roomPath+"/done", nil)
+func checkout(client *http.Client, site, cookie string) error {
+	req, err := http.NewRequest(http.MethodGet, site+roomPath+"/done", nil)
 	if err != nil {
 		return err
 	}

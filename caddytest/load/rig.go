@@ -235,7 +235,7 @@ func (p *proc) cpuTime() (time.Duration, error) {
 func waitHTTP(ctx context.Context, p *proc, url string) error {
 	deadline := time.Now().Add(startDeadline)
 	for {
-		resp, err := http.Get(url)
+		resp, err := siteClient.Get(url)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()

@@ -185,3 +185,33 @@ func printTable(w io.Writer, rows []row, markdown bool) {
 	}
 	tw.Flush()
 }
+
+// pairRows prints the rows of the same figures measured over several transports (plain
+// HTTP, then TLS) side by side: row i of each, then row i+1 of each. Rows that have no
+// counterpart follow at the end of their own list's place.
+func pairRows(lists ...[]row) []row {
+	var out []row
+	for i := 0; ; i++ {
+		more := false
+		for _, l := range lists {
+			if i < len(l) {
+				out = append(out, l[i])
+				more = true
+			}
+		}
+		if !more {
+			return out
+		}
+	}
+}
+
+// labelRows marks rows as measured over another transport: "TLS: " before each figure,
+// after its indent.
+func labelRows(rows []row, label string) []row {
+	out := slices.Clone(rows)
+	for i, r := range out {
+		rest := strings.TrimLeft(r.figure, " ")
+		out[i].figure = r.figure[:len(r.figure)-len(rest)] + label + ": " + rest
+	}
+	return out
+}

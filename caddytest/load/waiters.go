@@ -57,7 +57,7 @@ func (s silence) longest(now time.Duration) time.Duration { return max(s.maxGap,
 
 // waiterSet is one client process's waiters.
 type waiterSet struct {
-	dialer      *net.Dialer
+	dialer      *waiterDialer
 	addrs       []string
 	path        string
 	concurrency int
@@ -106,16 +106,26 @@ func waitersMain(args []string) int {
 	path := fs.String("path", "/room", "the room's path")
 	source := fs.String("source", "127.0.0.1", "loopback address the sockets leave from")
 	concurrency := fs.Int("concurrency", 32, "joins in flight at once")
+	ca := fs.String("ca", "", "over TLS: the root certificate (PEM) that signs the instances' certificates; plain HTTP when empty")
 	bound := fs.Duration("bound", 2500*time.Millisecond, "the longest silence a waiter may meet and still count as told in time")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	s := &waiterSet{
-		dialer:      &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(*source)}, Timeout: handshakeTimeout, Control: lateBind},
+		dialer: &waiterDialer{net: &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(*source)}, Timeout: handshakeTimeout,
+			Control: lateBind}},
 		addrs:       strings.Split(*addrs, ","),
 		path:        *path,
 		concurrency: *concurrency,
 		start:       time.Now(),
+	}
+	if *ca != "" {
+		cfg, err := loadRoot(*ca)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "waiters:", err)
+			return 1
+		}
+		s.dialer.tls = cfg
 	}
 	if err := s.startListening(); err != nil {
 		fmt.Fprintln(os.Stderr, "waiters:", err)

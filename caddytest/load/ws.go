@@ -74,6 +74,7 @@ func planWS(o options) wsPlan {
 // wsFleet is everything the section starts.
 type wsFleet struct {
 	r       *rig
+	over    transport
 	red     *redisServer
 	ins     []*instance
 	addrs   []string
@@ -81,9 +82,35 @@ type wsFleet struct {
 	groups  map[string][]*proc // for the CPU meter: Caddy, clients, Redis
 }
 
+// runWS runs the section over each transport in turn (one fleet at a time: the
+// figures are per waiter and per core) and prints the rows side by side, then what
+// TLS costs beside plain HTTP.
 func runWS(ctx context.Context, r *rig, o options) ([]row, error) {
+	var lists [][]row
+	var costs []wsCost
+	for _, t := range o.transports() {
+		fmt.Fprintf(os.Stderr, "   over %s\n", t.scheme())
+		var cost wsCost
+		rows, err := runWSFleet(ctx, r, o, t, &cost)
+		if t.secure {
+			rows = labelRows(rows, t.label())
+		}
+		lists = append(lists, rows)
+		costs = append(costs, cost)
+		if err != nil {
+			return pairRows(lists...), err
+		}
+	}
+	rows := pairRows(lists...)
+	if len(costs) == 2 {
+		rows = append(rows, tlsCostRows(costs[0], costs[1])...)
+	}
+	return rows, nil
+}
+
+func runWSFleet(ctx context.Context, r *rig, o options, t transport, cost *wsCost) ([]row, error) {
 	plan := planWS(o)
-	f := &wsFleet{r: r}
+	f := &wsFleet{r: r, over: t}
 	defer f.stop()
 	if err := f.start(o); err != nil {
 		return nil, err
@@ -93,11 +120,11 @@ func runWS(ctx context.Context, r *rig, o options) ([]row, error) {
 	if err := before.read(ctx, f); err != nil {
 		return nil, err
 	}
-	holder, err := takeSlot(f.addrs[0])
+	holder, err := takeSlot(t, f.addrs[0])
 	if err != nil {
 		return nil, err
 	}
-	probes, err := joinProbes(f.addrs, plan.probes)
+	probes, err := joinProbes(t, f.addrs, plan.probes)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +146,7 @@ func runWS(ctx context.Context, r *rig, o options) ([]row, error) {
 		if i == len(plan.populations)-1 {
 			d = plan.hold
 			if o.profiles != "" {
-				go func() { _ = r.profile(f.ins[0], "profile", d/2, "ws-caddy0-cpu.pprof") }()
+				go func() { _ = r.profile(f.ins[0], "profile", d/2, "ws-caddy0"+fileSuffix(t)+"-cpu.pprof") }()
 			}
 		}
 		w, err := f.idle(ctx, d)
@@ -133,14 +160,15 @@ func runWS(ctx context.Context, r *rig, o options) ([]row, error) {
 	if err := after.read(ctx, f); err != nil {
 		return nil, err
 	}
-	if err := r.profile(f.ins[0], "heap", 0, "ws-caddy0-heap.pprof"); err != nil {
+	if err := r.profile(f.ins[0], "heap", 0, "ws-caddy0"+fileSuffix(t)+"-heap.pprof"); err != nil {
 		return nil, err
 	}
-	_ = r.profile(f.ins[0], "goroutine", 0, "ws-caddy0-goroutine.pprof")
+	_ = r.profile(f.ins[0], "goroutine", 0, "ws-caddy0"+fileSuffix(t)+"-goroutine.pprof")
 
 	rows := wsRows(o, plan, g, windows, before, after, g.connected+len(probes))
+	*cost = costOf(windows[len(windows)-1], before, after, g.connected+len(probes))
 	fmt.Fprintf(os.Stderr, "   timing %d admissions under that load…\n", len(probes))
-	s, err := timeAdmissions(ctx, f.addrs, holder, probes)
+	s, err := timeAdmissions(ctx, t, f.addrs, holder, probes)
 	rows = append(rows, latencyRows(fmt.Sprintf("%s waiters held", num(float64(g.connected))), s)...)
 	if err != nil {
 		return rows, err
@@ -189,12 +217,12 @@ func (f *wsFleet) moving(ctx context.Context, d time.Duration, movePerRound int)
 
 func (f *wsFleet) start(o options) error {
 	var err error
-	if f.red, err = f.r.startRedis("ws-redis"); err != nil {
+	if f.red, err = f.r.startRedis("ws-redis" + fileSuffix(f.over)); err != nil {
 		return err
 	}
 	f.groups = map[string][]*proc{"Redis": {f.red.proc}}
 	for i := range o.instances {
-		in, err := f.r.startCaddy(fmt.Sprintf("ws-caddy%d", i), caddyConfig{"site": roomSite(wsRoom, f.red.addr)})
+		in, err := f.r.startCaddyOver(fmt.Sprintf("ws-caddy%d%s", i, fileSuffix(f.over)), caddyConfig{"site": roomSite(wsRoom, f.red.addr)}, f.over)
 		if err != nil {
 			return err
 		}
@@ -209,9 +237,12 @@ func (f *wsFleet) start(o options) error {
 // its own (see waiters.go).
 func (f *wsFleet) startClients(o options) error {
 	for k := range o.clients {
-		c, err := f.r.startSteeredClient(fmt.Sprintf("ws-waiters%d", k), "waiters",
-			"-addrs", strings.Join(f.addrs, ","), "-path", roomPath,
-			"-source", fmt.Sprintf("127.0.0.%d", 2+k), "-bound", silenceBound.String())
+		args := []string{"-addrs", strings.Join(f.addrs, ","), "-path", roomPath,
+			"-source", fmt.Sprintf("127.0.0.%d", 2+k), "-bound", silenceBound.String()}
+		if f.over.secure {
+			args = append(args, "-ca", f.r.rootFile())
+		}
+		c, err := f.r.startSteeredClient(fmt.Sprintf("ws-waiters%d%s", k, fileSuffix(f.over)), "waiters", args...)
 		if err != nil {
 			return err
 		}

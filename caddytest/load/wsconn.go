@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/sha1"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -30,7 +32,9 @@ import (
 // parsed from bytes already read (take), so the same parser serves a goroutine
 // reading one socket (next) and a loop reading thousands (epoll_linux.go).
 type waiterConn struct {
-	c      net.Conn
+	c      net.Conn      // the TCP connection, or the TLS connection over feed
+	feed   *feedConn     // under c when it is TLS (see feedConn); nil for plain HTTP
+	origin string        // the page's origin, scheme and host
 	br     *bufio.Reader // the handshake's; after it, its leftovers move to in
 	in     []byte        // read and not yet parsed: the start of a frame, most often nothing
 	out    io.Writer     // where pongs and the close reply go
@@ -53,14 +57,21 @@ var errNotQueued = errors.New("the join was not queued")
 // opens the waiting WebSocket on the same connection. It returns once the upgrade is
 // accepted; the first position is the first message read. cookie, when not empty, is
 // the room's cookie of an earlier join: the visitor comes back to its place.
-func joinAndWait(d *net.Dialer, addr, path, cookie string) (*waiterConn, error) {
-	c, err := d.Dial("tcp", addr)
+func joinAndWait(d *waiterDialer, addr, path, cookie string) (*waiterConn, error) {
+	raw, err := d.net.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	w := &waiterConn{c: c, br: bufio.NewReaderSize(c, 1024), out: c, cookie: cookie}
+	w := &waiterConn{c: raw, origin: "http://" + addr, cookie: cookie}
+	if d.tls != nil {
+		cfg := d.tls.Clone()
+		cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		w.feed = &feedConn{Conn: raw}
+		w.c, w.origin = tls.Client(w.feed, cfg), "https://"+addr
+	}
+	w.br, w.out = bufio.NewReaderSize(w.c, 1024), w.c
 	if err := w.handshake(addr, path); err != nil {
-		c.Close()
+		w.c.Close()
 		return nil, err
 	}
 	// The first position may have come with the upgrade's answer.
@@ -110,9 +121,9 @@ func (w *waiterConn) handshake(addr, path string) error {
 	key := make([]byte, 16)
 	rand.Read(key)
 	encodedKey := base64.StdEncoding.EncodeToString(key)
-	if _, err := fmt.Fprintf(w.c, "GET %s HTTP/1.1\r\nHost: %s\r\nOrigin: http://%s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+	if _, err := fmt.Fprintf(w.c, "GET %s HTTP/1.1\r\nHost: %s\r\nOrigin: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
 		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\nSec-WebSocket-Protocol: %s\r\nCookie: %s\r\n\r\n",
-		path, addr, addr, encodedKey, subprotocol, w.cookie); err != nil {
+		path, addr, w.origin, encodedKey, subprotocol, w.cookie); err != nil {
 		return err
 	}
 	resp, err = http.ReadResponse(w.br, nil)
@@ -301,3 +312,61 @@ func (w *waiterConn) write(op byte, payload []byte) error {
 }
 
 func (w *waiterConn) Close() error { return w.c.Close() }
+
+// A feedConn is what a waiter's TLS connection reads and writes through. Until the
+// client's epoll loop takes the socket (listener.add), it is the TCP connection. After
+// that the loop reads the socket itself and feeds what it read here, and the TLS
+// connection decrypts from it: a Read with nothing fed says EAGAIN, which crypto/tls
+// takes as a temporary error (it keeps a partial record and reads on next time), so
+// the one loop reads thousands of TLS sockets as it reads plain ones. Writes (a pong,
+// a close reply) go to the socket directly.
+type feedConn struct {
+	net.Conn
+	fd  int    // the loop's descriptor of the socket; -1 until taken
+	fed bool   // the loop has the socket
+	in  []byte // read by the loop, not yet decrypted
+	err error  // how the socket ended (io.EOF), after in
+}
+
+// take hands the socket, now the loop's as fd, over to feeding.
+func (f *feedConn) take(fd int) { f.fd, f.fed = fd, true }
+
+// fill reads all the socket has through read and keeps it for the TLS connection.
+func (f *feedConn) fill(buf []byte, read func([]byte) (int, error)) {
+	for f.err == nil {
+		n, err := read(buf)
+		f.in = append(f.in, buf[:max(n, 0)]...)
+		switch {
+		case err == syscall.EAGAIN:
+			return
+		case err != nil:
+			f.err = err
+		case n == 0:
+			f.err = io.EOF
+		}
+	}
+}
+
+func (f *feedConn) Read(b []byte) (int, error) {
+	if !f.fed {
+		return f.Conn.Read(b)
+	}
+	if len(f.in) == 0 {
+		if f.err != nil {
+			return 0, f.err
+		}
+		return 0, syscall.EAGAIN
+	}
+	n := copy(b, f.in)
+	if f.in = f.in[n:]; len(f.in) == 0 {
+		f.in = f.in[:0:0]
+	}
+	return n, nil
+}
+
+func (f *feedConn) Write(b []byte) (int, error) {
+	if !f.fed {
+		return f.Conn.Write(b)
+	}
+	return syscall.Write(f.fd, b)
+}

@@ -137,3 +137,47 @@ func redisRows(windows []idleWindow) []row {
 	}
 	return rows
 }
+
+// wsCost is what the waiters cost a fleet at full load, for comparing transports.
+type wsCost struct {
+	waiters       int
+	rssPerWaiter  float64 // bytes
+	goPerWaiter   float64 // bytes of heap and stacks in use
+	cpuPerMessage float64 // Caddy's CPU seconds per message pushed, in the idle window
+}
+
+func costOf(w idleWindow, before, after fleetState, held int) wsCost {
+	var messages int
+	var secs float64
+	for _, rep := range w.heard {
+		secs = max(secs, rep.WindowSeconds)
+		for _, n := range rep.Messages {
+			messages += n
+		}
+	}
+	n := float64(max(held, 1))
+	return wsCost{
+		waiters:       w.waiters,
+		rssPerWaiter:  float64(after.rss-before.rss) / n,
+		goPerWaiter:   (after.goMem.heap + after.goMem.stacks - before.goMem.heap - before.goMem.stacks) / n,
+		cpuPerMessage: w.cores["Caddy"] * secs / float64(max(messages, 1)),
+	}
+}
+
+// tlsCostRows: what a waiter over TLS costs beside one over plain HTTP, same run.
+func tlsCostRows(plain, secure wsCost) []row {
+	kib := func(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }
+	us := func(s float64) string { return fmt.Sprintf("%.1f µs", s*1e6) }
+	ratio := func(a, b float64) float64 { return a / max(b, 1e-12) }
+	mem, goMem, cpu := ratio(secure.rssPerWaiter, plain.rssPerWaiter), ratio(secure.goPerWaiter, plain.goPerWaiter),
+		ratio(secure.cpuPerMessage, plain.cpuPerMessage)
+	return []row{
+		{figure: "TLS ÷ plain: server memory per waiter (RSS)", value: kib(secure.rssPerWaiter), baseline: kib(plain.rssPerWaiter),
+			ratio: fmt.Sprintf("%.2f", mem), target: "≤ 1.30 (aim)", verdict: verdict(mem <= 1.30)},
+		{figure: "  … Go heap + goroutine stacks in use", value: kib(secure.goPerWaiter), baseline: kib(plain.goPerWaiter),
+			ratio: fmt.Sprintf("%.2f", goMem)},
+		{figure: fmt.Sprintf("TLS ÷ plain: Caddy CPU per message pushed, %s waiters idle", num(float64(secure.waiters))),
+			value: us(secure.cpuPerMessage), baseline: us(plain.cpuPerMessage),
+			ratio: fmt.Sprintf("%.2f", cpu), target: "≤ 1.50", verdict: verdict(cpu <= 1.50)},
+	}
+}

@@ -11,7 +11,8 @@
 // load harness's ws section at 100,000 waiters, Caddy's CPU per message went from
 // 23-28 us to 17-22 us with it, nearly all of the rest being write(2) itself (go run
 // ./load -only ws, from caddytest/). Over TLS the bytes on the wire are not the
-// frame's, so TLS sockets always go through the connection (and the library's lock
-// on it, wireWriter). TestTextFrameHeader and TestLibraryFramesAndPushedFramesDoNotInterleave
+// frame's, so a TLS socket is written through the connection (and the library's lock
+// on it, wireWriter): by the hub itself when the write cannot block, else by its
+// writer (tlssocket.go). TestTextFrameHeader and TestLibraryFramesAndPushedFramesDoNotInterleave
 // hold our frames to coder/websocket's reader at the version in go.mod.
 package push

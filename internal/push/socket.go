@@ -61,6 +61,7 @@ type socket struct {
 	c       *websocket.Conn
 	conn    net.Conn        // c's connection, for write deadlines
 	raw     syscall.RawConn // conn's descriptor when it is plain TCP, for push; else nil
+	tlsRaw  syscall.RawConn // the descriptor under conn when it is TLS over TCP (tlssocket.go)
 	id      queue.VisitorID
 	release func() // gives back the address's connection count; nil without a cap
 
@@ -129,6 +130,18 @@ func (s *socket) deliver(frame []byte, slot *[]byte) {
 			s.writing = true
 			s.mu.Unlock()
 			go s.write()
+			return
+		}
+		s.wire.Unlock()
+	}
+	if s.tlsRaw != nil && !s.writing && !s.done && s.wire.TryLock() {
+		if sendQueueEmpty(s.tlsRaw) {
+			ok := s.writeTLSNow(frame)
+			s.wire.Unlock()
+			s.mu.Unlock()
+			if !ok {
+				s.fail()
+			}
 			return
 		}
 		s.wire.Unlock()
@@ -246,6 +259,10 @@ func (hb *Hub) Serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID,
 	}
 	c.SetReadLimit(maxClientMessage)
 	s.c, s.conn, s.raw = c, sb.conn, rawTCP(sb.conn)
+	if tc, raw := tlsDescriptor(sb.conn); tc != nil {
+		releaseHandshakeBuffers(tc)
+		s.tlsRaw = raw
+	}
 	if !hb.add(id, st.Ticket, s) {
 		c.Close(websocket.StatusServiceRestart, "reconnect")
 		s.end()

@@ -1,0 +1,75 @@
+package push
+
+import (
+	"bytes"
+	"crypto/tls"
+	"net"
+	"reflect"
+	"syscall"
+	"unsafe"
+)
+
+// Over TLS the bytes on the wire are not our frame's, so push cannot write(2) them
+// itself; it writes through the *tls.Conn instead, on the hub's goroutine, when that
+// write cannot block: the connection's kernel send queue is empty (sendQueueEmpty),
+// so the client has acknowledged everything sent before and the kernel takes a
+// record of a few hundred bytes whole. Anything else goes to the socket's writer, as
+// for plain TCP. A goroutine started and scheduled per message was the cost TLS added
+// to a push (caddytest/load -tls, the ws section; figures in docs/performance.md).
+
+// tlsDescriptor returns the descriptor access of the TCP connection under conn when
+// conn is TLS over plain TCP; nil otherwise.
+func tlsDescriptor(conn net.Conn) (*tls.Conn, syscall.RawConn) {
+	tc, ok := conn.(*tls.Conn)
+	if !ok {
+		return nil, nil
+	}
+	return tc, rawTCP(tc.NetConn())
+}
+
+// writeTLSNow writes frame through the TLS connection at once, from the hub's
+// goroutine, with the wire held; see the top of the file for why it does not block.
+// It sets no write deadline: crypto/tls makes any write error permanent, and on a
+// machine short of CPU a deadline could pass between setting it and the write(2),
+// ending a healthy socket (at 100,000 waiters over TLS, 36 sockets ended so in one
+// run with a 100 ms bound).
+func (s *socket) writeTLSNow(frame []byte) bool {
+	_, err := s.conn.Write(frame)
+	return err == nil
+}
+
+// releaseHandshakeBuffers lets go of what a *tls.Conn keeps from its handshake: the
+// buffer it read the ClientHello into (rawInput, grown to ~4 KiB by a ClientHello that
+// carries a post-quantum key share, as Go's and the browsers' do), the reader of the
+// last record's plaintext, which points into that buffer (input), and the buffer it
+// assembled the handshake messages in (hand, ~2 KiB). crypto/tls keeps them for the
+// life of the connection, and a waiting socket reads a few bytes an hour. Only empty
+// ones are dropped (a zero bytes.Buffer or bytes.Reader is ready for use), before
+// anyone reads the connection after the upgrade. The fields are unexported, so they
+// are found by name and type; if crypto/tls renames them, nothing is released, and
+// TestTLSHandshakeBuffersReleased fails to say so.
+func releaseHandshakeBuffers(tc *tls.Conn) bool {
+	v := reflect.ValueOf(tc).Elem()
+	released := true
+	for _, name := range []string{"rawInput", "input", "hand"} {
+		f := v.FieldByName(name)
+		if !f.IsValid() {
+			released = false
+			continue
+		}
+		switch p := unsafe.Pointer(f.UnsafeAddr()); f.Type() {
+		case reflect.TypeFor[bytes.Buffer]():
+			if b := (*bytes.Buffer)(p); b.Len() == 0 {
+				*b = bytes.Buffer{}
+				continue
+			}
+		case reflect.TypeFor[bytes.Reader]():
+			if r := (*bytes.Reader)(p); r.Len() == 0 {
+				*r = bytes.Reader{}
+				continue
+			}
+		}
+		released = false
+	}
+	return released
+}

@@ -1,0 +1,174 @@
+package push
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/coder/websocket"
+)
+
+// After the handshake a TLS connection's buffers from it are let go of, and the
+// connection reads and writes on as before.
+func TestTLSHandshakeBuffersReleased(t *testing.T) {
+	srv := httptest.NewUnstartedServer(nil)
+	srv.StartTLS() // for its certificate and a client that trusts it
+	defer srv.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan *tls.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			accepted <- nil
+			return
+		}
+		tc := tls.Server(c, srv.TLS)
+		if tc.Handshake() != nil {
+			accepted <- nil
+			return
+		}
+		accepted <- tc
+	}()
+	clientCfg := srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	client, err := tls.Dial("tcp", l.Addr().String(), clientCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if _, err := client.Write([]byte("hello")); err != nil { // the handshake is over on both ends
+		t.Fatal(err)
+	}
+	server := <-accepted
+	if server == nil {
+		t.Fatal("no TLS connection accepted")
+	}
+	defer server.Close()
+	got := make([]byte, 5)
+	if _, err := io.ReadFull(server, got); err != nil || string(got) != "hello" {
+		t.Fatalf("read %q, %v", got, err)
+	}
+	if held := tlsBuffered(t, server); held < 1024 {
+		t.Fatalf("the handshake left only %d bytes of buffers; this test expects it to leave some", held)
+	}
+	if !releaseHandshakeBuffers(server) {
+		t.Fatal("nothing released: crypto/tls's fields have changed (see releaseHandshakeBuffers)")
+	}
+	if held := tlsBuffered(t, server); held != 0 {
+		t.Fatalf("%d bytes of buffers kept after the release", held)
+	}
+	// Both ways, after the release, several records.
+	for i := range 3 {
+		msg := bytes.Repeat([]byte{byte('a' + i)}, 3000)
+		if _, err := client.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(msg))
+		if _, err := io.ReadFull(server, got); err != nil || !bytes.Equal(got, msg) {
+			t.Fatalf("record %d after the release: %v", i, err)
+		}
+		if _, err := server.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(client, got); err != nil || !bytes.Equal(got, msg) {
+			t.Fatalf("record %d back after the release: %v", i, err)
+		}
+	}
+}
+
+// tlsBuffered is the capacity of the buffers releaseHandshakeBuffers lets go of.
+func tlsBuffered(t *testing.T, tc *tls.Conn) int {
+	v := reflect.ValueOf(tc).Elem()
+	n := 0
+	for _, name := range []string{"rawInput", "hand"} {
+		f := v.FieldByName(name)
+		if !f.IsValid() || f.Type() != reflect.TypeFor[bytes.Buffer]() {
+			t.Fatalf("crypto/tls.Conn has no %s bytes.Buffer", name)
+		}
+		n += (*bytes.Buffer)(unsafe.Pointer(f.UnsafeAddr())).Cap()
+	}
+	return n
+}
+
+// Over TLS, a push to a client that has taken everything sent so far goes out on the
+// hub's goroutine, with no writer started; one to a client that stopped reading goes
+// to the writer, and the client hears every frame whole and in order once it reads.
+func TestTLSPushesWriteAtOnceUnlessTheClientLagsBehind(t *testing.T) {
+	tr := newRoom(t, 1, false)
+	tr.join()
+	cookie := tr.join()
+	srv := httptest.NewUnstartedServer(serveRoom(t, tr, nil).Config.Handler)
+	srv.StartTLS()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "wss"+strings.TrimPrefix(srv.URL, "https"), &websocket.DialOptions{
+		Subprotocols: []string{Subprotocol},
+		HTTPClient:   srv.Client(),
+		HTTPHeader:   map[string][]string{"Cookie": {cookieName + "=" + cookie}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	readView(ctx, t, c)
+	s := onlySocket(t, tr)
+	if s.tlsRaw == nil {
+		t.Fatal("a TLS socket over TCP has no descriptor to ask about its send queue")
+	}
+
+	const direct = 20
+	k := firstNumbered
+	for ; k < firstNumbered+direct; k++ {
+		// The client's kernel acknowledges at its pace (a delayed ACK waits 40 ms).
+		for deadline := time.Now().Add(5 * time.Second); !sendQueueEmpty(s.tlsRaw); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the send queue of a client that reads everything never emptied")
+			}
+		}
+		pushNumbered(s, k, 0)
+		s.mu.Lock()
+		handedOver := s.writing
+		s.mu.Unlock()
+		if handedOver {
+			t.Fatalf("push %d to a client that had taken everything went to a writer", k-firstNumbered+1)
+		}
+		if err := readNumbered(ctx, c, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The client stops reading: frames of 1 KiB fill its buffers, then the writer
+	// takes over.
+	for ; ; k++ {
+		pushNumbered(s, k, 1000)
+		s.mu.Lock()
+		handedOver := s.writing
+		s.mu.Unlock()
+		if handedOver {
+			break
+		}
+		if k > firstNumbered+1_000_000 {
+			t.Fatal("a million frames went out to a client that reads nothing")
+		}
+	}
+	last := k + 10
+	for k++; k <= last; k++ {
+		pushNumbered(s, k, 1000)
+	}
+	if err := readNumbered(ctx, c, last); err != nil {
+		t.Fatalf("after frames pushed while the client stalled: %v", err)
+	}
+}
