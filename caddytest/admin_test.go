@@ -250,7 +250,8 @@ func metricValue(t *testing.T, name, room string) float64 {
 
 func TestMetricsAcrossReload(t *testing.T) {
 	room := uniqueRoom(t)
-	startLive(t, room, "capacity 2\n\t\tqueue_ttl 1s")
+	// away_ttl 0: a silent waiter's place is gone at queue_ttl, and counted abandoned.
+	startLive(t, room, "capacity 2\n\t\tqueue_ttl 1s\n\t\taway_ttl 0")
 	holder := newVisitor(t)
 	holder.place("/")
 	newVisitor(t).place("/")

@@ -221,7 +221,8 @@ func TestBrowserPageIsAccessibleAndSelfContained(t *testing.T) {
 	if len(live) != 1 || live[0] != "status polite" {
 		t.Errorf("live regions %q, want one polite status", live)
 	}
-	question := []string{"#wr-confirm-q", "#wr-leave-yes", "#wr-leave-no"}
+	// "Welcome back" shows only on an answer that brought the waiter back.
+	question := []string{"#wr-confirm-q", "#wr-leave-yes", "#wr-leave-no", "#wr-back"}
 	b.checkContrast("light", question...)
 	b.emulateMedia("prefers-color-scheme", "dark")
 	b.checkContrast("dark", question...)
@@ -234,9 +235,9 @@ func TestBrowserPageIsAccessibleAndSelfContained(t *testing.T) {
 	if names["Yes, leave"] != "button" || names["Stay in line"] != "button" {
 		t.Errorf("controls with the question open %v", names)
 	}
-	b.checkContrast("light", "#wr-leave")
+	b.checkContrast("light", "#wr-leave", "#wr-back")
 	b.emulateMedia("prefers-color-scheme", "dark")
-	b.checkContrast("dark", "#wr-leave")
+	b.checkContrast("dark", "#wr-leave", "#wr-back")
 	b.emulateMedia()
 	b.do(chromedp.Click(chromedp.ID("wr-leave-no")))
 	if got := eval[string](b, `document.activeElement.id`); got != "wr-leave" {

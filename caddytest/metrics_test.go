@@ -16,6 +16,7 @@ import (
 var roomFamilies = []string{
 	"caddy_waiting_room_active",
 	"caddy_waiting_room_waiting",
+	"caddy_waiting_room_away",
 	"caddy_waiting_room_capacity",
 	"caddy_waiting_room_admitted_total",
 	"caddy_waiting_room_queued_total",
