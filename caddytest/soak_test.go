@@ -20,8 +20,10 @@ import (
 //
 //	cd caddytest && WAITING_ROOM_SOAK=10m go test -run TestSoak -v -timeout 15m .
 //
-// Visitors arrive all the time; some leave the queue, some go silent (their tickets
-// expire by queue_ttl), the others wait on a WebSocket, shop, and check out (revoke).
+// Visitors arrive all the time; some leave the queue, some go silent (away after
+// queue_ttl, their places dropped at away_ttl, which is short here so that the places
+// kept reach their steady number within the warm-up), the others wait on a WebSocket,
+// shop, and check out (revoke).
 //
 // The tolerances are derived, not tuned. Before the soak, the test measures what one
 // waiting visitor (queued, its WebSocket open) holds in this process, client and server
@@ -40,7 +42,7 @@ func TestSoak(t *testing.T) {
 	}
 	room := uniqueRoom(t)
 	const capacity, workers = 20, 40
-	startLive(t, room, fmt.Sprintf("capacity %d\n\t\tsession_ttl 3s\n\t\tqueue_ttl 4s", capacity))
+	startLive(t, room, fmt.Sprintf("capacity %d\n\t\tsession_ttl 3s\n\t\tqueue_ttl 4s\n\t\taway_ttl 8s", capacity))
 	perG, perHeap := waiterFootprint(t, capacity, workers)
 	tolG, tolHeap := workers*perG, uint64(workers)*perHeap
 	t.Logf("one waiting visitor holds %d goroutines and %d bytes of heap here: tolerances %d goroutines, %.1f MiB", perG, perHeap, tolG, float64(tolHeap)/(1<<20))
