@@ -45,19 +45,8 @@ func TestMultiInstanceKilledUnderLoad(t *testing.T) {
 		}
 	}
 
-	var (
-		errMu  sync.Mutex
-		errs   []string
-		failed atomic.Int64
-	)
-	fail := func(format string, args ...any) {
-		failed.Add(1)
-		errMu.Lock()
-		defer errMu.Unlock()
-		if len(errs) < 20 {
-			errs = append(errs, fmt.Sprintf(format, args...))
-		}
-	}
+	var failures failureLog
+	fail := failures.add
 	var churn churnCount
 	var killed atomic.Bool
 	survivors := []*node{a, b}
@@ -101,7 +90,7 @@ func TestMultiInstanceKilledUnderLoad(t *testing.T) {
 		}
 	})
 	// Kill the victim once the churn is under way.
-	for churn.admitted.Load() < 2 && failed.Load() == 0 {
+	for churn.admitted.Load() < 2 && failures.count() == 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
 	churn.admittedAtFault.Store(churn.admitted.Load())
@@ -113,12 +102,7 @@ func TestMultiInstanceKilledUnderLoad(t *testing.T) {
 	wg.Wait()
 	cancel()
 	background.Wait()
-	for _, e := range errs {
-		t.Error(e)
-	}
-	if failed.Load() > 0 {
-		t.FailNow()
-	}
+	failures.report(t)
 	t.Logf("%d waiters admitted and checked out (%d before the kill), %d reconnected to a survivor, %d arrivals; %d samples of the active set, at most %d active, at most %d waiters inside at once",
 		churn.admitted.Load(), churn.admittedAtFault.Load(), churn.reconnects.Load(), joined.Load(), samples.Load(), maxActive.Load(), churn.maxInside.Load())
 	switch {

@@ -41,19 +41,8 @@ func TestLiveReloadUnderLoad(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var (
-		errMu  sync.Mutex
-		errs   []string
-		failed atomic.Int64
-	)
-	fail := func(format string, args ...any) {
-		failed.Add(1)
-		errMu.Lock()
-		defer errMu.Unlock()
-		if len(errs) < 20 {
-			errs = append(errs, fmt.Sprintf(format, args...))
-		}
-	}
+	var failures failureLog
+	fail := failures.add
 	var churn churnCount
 	reloaded := make(chan struct{})
 	var wg sync.WaitGroup
@@ -99,7 +88,7 @@ func TestLiveReloadUnderLoad(t *testing.T) {
 	// are being admitted.
 	go func() {
 		defer close(reloaded)
-		for churn.admitted.Load() < capacity && failed.Load() == 0 {
+		for churn.admitted.Load() < capacity && failures.count() == 0 {
 			time.Sleep(5 * time.Millisecond)
 		}
 		churn.admittedAtFault.Store(churn.admitted.Load())
@@ -112,12 +101,7 @@ func TestLiveReloadUnderLoad(t *testing.T) {
 	code, _, _, err := newVisitor(t).tryGet("/", "application/json")
 	cancel()
 	background.Wait()
-	for _, e := range errs {
-		t.Error(e)
-	}
-	if failed.Load() > 0 {
-		t.FailNow()
-	}
+	failures.report(t)
 	if err != nil || code != http.StatusAccepted {
 		t.Fatalf("a new waiter after the reload got %d (%v), want the new status_code 202", code, err)
 	}
@@ -136,6 +120,38 @@ func TestLiveReloadUnderLoad(t *testing.T) {
 		t.Fatalf("active reached %d with capacity %d during the reload", maxActive.Load(), capacity)
 	case churn.maxInside.Load() > capacity:
 		t.Fatalf("%d waiters were inside at once with capacity %d", churn.maxInside.Load(), capacity)
+	}
+}
+
+// failureLog collects what went wrong in a test's goroutines: every failure is counted,
+// the first 20 are kept to report.
+type failureLog struct {
+	mu   sync.Mutex
+	msgs []string
+	n    atomic.Int64
+}
+
+func (f *failureLog) add(format string, args ...any) {
+	f.n.Add(1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.msgs) < 20 {
+		f.msgs = append(f.msgs, fmt.Sprintf(format, args...))
+	}
+}
+
+func (f *failureLog) count() int64 { return f.n.Load() }
+
+// report fails the test with the failures kept, if there was any.
+func (f *failureLog) report(t *testing.T) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.msgs {
+		t.Error(m)
+	}
+	if f.n.Load() > 0 {
+		t.FailNow()
 	}
 }
 
