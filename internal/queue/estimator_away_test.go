@@ -19,9 +19,9 @@ type awaySale struct {
 }
 
 type awayResult struct {
-	stayed, returned        int     // waiters measured
-	stayedFrac, backFrac    float64 // share within 25 %
-	neverBack, maxAwayCount int
+	stayed, returned     int     // waiters measured
+	stayedFrac, backFrac float64 // share within 25 %
+	maxAwayCount         int
 }
 
 func (sale awaySale) run(t *testing.T, seed uint64) awayResult {
@@ -55,7 +55,6 @@ func (sale awaySale) run(t *testing.T, seed uint64) awayResult {
 		eta        time.Duration // 0: not measured (joined in warm-up, or no estimate yet)
 		quietAt    time.Time     // zero: never goes quiet
 		backAt     time.Time     // zero: never comes back
-		wentAway   bool
 		cameBack   bool
 		toldBackAt time.Duration // the ETA told on return
 	}
@@ -72,12 +71,7 @@ func (sale awaySale) run(t *testing.T, seed uint64) awayResult {
 	}
 	for now.Before(start.Add(endAt)) {
 		now = now.Add(tick)
-		for id, end := range sessionEnds {
-			if !end.After(now) {
-				_, _ = s.Leave(ctx, id)
-				delete(sessionEnds, id)
-			}
-		}
+		endSessions(ctx, s, sessionEnds, now)
 		if now.Before(start.Add(measureTo)) {
 			for n := poisson(rng, arrivalRate*tick.Seconds()); n > 0; n-- {
 				id := NewVisitorID()
@@ -113,7 +107,6 @@ func (sale awaySale) run(t *testing.T, seed uint64) awayResult {
 				if st.State != Queued {
 					continue // admitted meanwhile? (never: an away waiter is not admitted)
 				}
-				w.wentAway = w.wentAway || st.Returned
 				if eta, ok := eta(e, st.Position); ok && w.eta > 0 {
 					w.toldBackAt = eta
 				}
@@ -148,11 +141,7 @@ func (sale awaySale) run(t *testing.T, seed uint64) awayResult {
 		res.maxAwayCount = max(res.maxAwayCount, st.Away)
 		e.Observe(now, st.AdmittedTotal)
 	}
-	for _, w := range waiters {
-		if !w.quietAt.IsZero() && w.backAt.IsZero() {
-			res.neverBack++
-		}
-	}
+
 	if res.stayed > 0 {
 		res.stayedFrac = float64(stayedIn) / float64(res.stayed)
 	}

@@ -96,12 +96,7 @@ func TestEstimatorAccuracyInSteadyState(t *testing.T) {
 	}
 	for now.Before(start.Add(endAt)) {
 		now = now.Add(tick)
-		for id, end := range sessionEnds {
-			if !end.After(now) {
-				_, _ = s.Leave(ctx, id)
-				delete(sessionEnds, id)
-			}
-		}
+		endSessions(ctx, s, sessionEnds, now)
 		if now.Before(start.Add(measureTo)) {
 			for n := poisson(rng, arrivalRate*tick.Seconds()); n > 0; n-- {
 				id := NewVisitorID()
@@ -144,6 +139,17 @@ func TestEstimatorAccuracyInSteadyState(t *testing.T) {
 	// docs/architecture.md and docs/performance.md publish, and it must not drop.
 	if frac < 0.978 {
 		t.Fatalf("only %.1f%% of estimates within 25%% of the real wait, want at least the published 97.8%%", 100*frac)
+	}
+}
+
+// endSessions lets go of the admitted visitors whose sessions end by now, as their
+// shopping ends.
+func endSessions(ctx context.Context, s *MemoryStore, ends map[VisitorID]time.Time, now time.Time) {
+	for id, end := range ends {
+		if !end.After(now) {
+			_, _ = s.Leave(ctx, id)
+			delete(ends, id)
+		}
 	}
 }
 
