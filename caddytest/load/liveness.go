@@ -323,7 +323,10 @@ func fillSim(ctx context.Context, inst []*simInstance, n int, lim queue.Limits, 
 // and joinsPerSecond new waiters spread over the instances.
 func runInstances(ctx context.Context, inst []*simInstance, d time.Duration, lim queue.Limits,
 	hold bool, heartbeatEvery time.Duration, joinsPerSecond int) error {
-	ctx, cancel := context.WithTimeout(ctx, d)
+	// The window ends the loops, not the store calls in flight: a call sent just before
+	// its end would carry the window's end as its deadline, and the store refuses a
+	// call it cannot finish in time.
+	window, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 	const step, round = 250 * time.Millisecond, 500 * time.Millisecond
@@ -331,7 +334,7 @@ func runInstances(ctx context.Context, inst []*simInstance, d time.Duration, lim
 		g.Go(func() error {
 			// Instances do not tick in step with one another.
 			select {
-			case <-gctx.Done():
+			case <-window.Done():
 				return nil
 			case <-time.After(time.Duration(i) * step / time.Duration(len(inst))):
 			}
@@ -341,8 +344,10 @@ func runInstances(ctx context.Context, inst []*simInstance, d time.Duration, lim
 			var renewed time.Time // renewed at once: a hub renews its lease all along, also before this window
 			for k := 0; ; k++ {
 				select {
-				case <-gctx.Done():
+				case <-window.Done():
 					return nil
+				case <-gctx.Done():
+					return nil // another instance failed; g.Wait reports it
 				case <-tick.C:
 				}
 				now := time.Now()
