@@ -33,8 +33,23 @@ func (hb *Hub) tellChanged(told *string) {
 	defer hb.mu.Unlock()
 	for _, ws := range hb.waiters {
 		for _, s := range ws.sockets {
-			s.tell(frame)
+			if s.message != text {
+				s.message = text
+				s.tell(frame)
+			}
 		}
+	}
+}
+
+// greet gives a socket that just connected the message to the line, if there is one.
+// Under the hub's lock, like tellChanged, so a change that lands as the socket
+// connects reaches it once, not from both.
+func (hb *Hub) greet(s *socket) {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	if text := hb.room.Message(); text != s.message {
+		s.message = text
+		s.tell(messageFrame(text))
 	}
 }
 

@@ -73,6 +73,9 @@ type socket struct {
 	rest     []byte // the unsent end of a frame push began; the writer sends it first
 	pending  []byte // the latest position not yet written, framed
 	note     []byte // the latest message to the line not yet written, framed
+	// message is the message to the line this socket was last given (hub lock): a
+	// socket connecting as the message changes is told each text once.
+	message string
 	admitted bool
 	lost     bool
 	left     bool
@@ -276,9 +279,7 @@ func (hb *Hub) Serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID,
 	v.Type, v.Message = "position", ""
 	v.Active, v.Waiting, v.Returned = st.Active, max(st.Waiting, st.Position), st.Returned
 	s.push(appendFrame(&v, nil))
-	if text := hb.room.Message(); text != "" {
-		s.tell(messageFrame(text))
-	}
+	hb.greet(s)
 	go s.read()
 	return nil
 }
