@@ -69,13 +69,13 @@ type socket struct {
 	// writer, or coder/websocket (through wireWriter). A frame is never cut by another.
 	wire sync.Mutex
 
-	mu       sync.Mutex
-	rest     []byte // the unsent end of a frame push began; the writer sends it first
-	pending  []byte // the latest position not yet written, framed
-	note     []byte // the latest message to the line not yet written, framed
+	mu      sync.Mutex
+	rest    []byte // the unsent end of a frame push began; the writer sends it first
+	pending []byte // the latest position not yet written, framed
+	note    []byte // the latest message to the line not yet written, framed
 	// message is the message to the line this socket was last given (hub lock): a
 	// socket connecting as the message changes is told each text once.
-	message string
+	message  string
 	admitted bool
 	lost     bool
 	left     bool
