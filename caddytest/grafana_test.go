@@ -128,7 +128,9 @@ func plausible(panel string, values map[string]float64) error {
 		return each(func(v float64) bool { return v == 2 }, "2")
 	case "Utilisation":
 		return each(func(v float64) bool { return v > 0 && v <= 1 }, "in (0, 1]")
-	case "Active, waiting and capacity":
+	case "Away":
+		return each(func(v float64) bool { return v >= 1 }, "at least 1 (the line's tail is never polled)")
+	case "Active, waiting, away and capacity":
 		return each(func(v float64) bool { return v >= 1 }, "at least 1")
 	case "Admissions per minute", "Arrivals into the line per minute", "Abandonment per minute":
 		return each(positiveRate, "a positive rate")
@@ -265,8 +267,9 @@ func promQuery(base, expr string) (map[string]float64, error) {
 
 // sale runs a small sale on the fleet until stop: two arrivals per round, alternating
 // instances; the head of the line polls and, once in, checks out three rounds later
-// (which frees the slot), so the line grows; every third round the last waiter leaves
-// from the page. It counts what it did, and every request that failed.
+// (which frees the slot), so the line grows; the rest of the line is never polled, so
+// it goes away after queue_ttl; every third round the last waiter leaves from the
+// page. It counts what it did, and every request that failed.
 type sale struct {
 	rounds, admitted, left, errors atomic.Int64
 	lastErr                        atomic.Value
@@ -357,7 +360,9 @@ func TestGrafanaDashboardAgainstRealPrometheus(t *testing.T) {
 	srv := testredis.Start(t)
 	room := uniqueRoom(t)
 	f := startFleet(t, 2, func(int) string {
-		return roomBlock(room, "/shop*", 2, "redis redis://"+srv.Addr, "queue_ttl 2m")
+		// queue_ttl 3s sends the unpolled tail of the line away within the test, for
+		// the Away panel; away_ttl (10m by default) keeps their places.
+		return roomBlock(room, "/shop*", 2, "redis redis://"+srv.Addr, "queue_ttl 3s")
 	})
 	var targets []string
 	for _, nd := range f.nodes {
