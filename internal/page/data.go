@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/assets"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 // Data is what a waiting page template is rendered with.
@@ -113,10 +114,7 @@ func Funcs() template.FuncMap {
 
 func percent(n int) int { return min(max(n, 0), 100) }
 
-// formatETA rounds an estimate to what it honestly is: minutes up to ten,
-// then steps of five, then hours. Coarse steps also keep the text from
-// flickering as the estimate wobbles between pushes. The script on the page
-// repeats these rules; change both together.
+// formatETA tells an estimate in words, rounded as queue.Tell rounds it.
 func formatETA(t map[string]string, seconds int) string {
 	e := etaTextsOf(t)
 	return string(e.append(nil, seconds))
@@ -139,22 +137,18 @@ func etaTextsOf(t map[string]string) etaTexts {
 }
 
 // append is formatETA: the one implementation both the template function and
-// the cached page use, so the two cannot drift apart.
+// the cached page use, so the two cannot drift apart. The rounding is queue.Tell's.
 func (e *etaTexts) append(dst []byte, seconds int) []byte {
-	if seconds < 60 {
-		return append(dst, e.underMinute...)
-	}
-	m := (seconds + 30) / 60
+	w := queue.Tell(seconds)
 	switch {
-	case m == 1:
+	case w.Hours > 0:
+		return e.fill(dst, e.hoursOther, w.Hours)
+	case w.Minutes == 0:
+		return append(dst, e.underMinute...)
+	case w.Minutes == 1:
 		return append(dst, e.minutesOne...)
-	case m < 90:
-		if m > 10 {
-			m = (m + 2) / 5 * 5
-		}
-		return e.fill(dst, e.minutesOther, m)
 	default:
-		return e.fill(dst, e.hoursOther, (m+30)/60)
+		return e.fill(dst, e.minutesOther, w.Minutes)
 	}
 }
 
