@@ -147,7 +147,7 @@ func TestEstimatorAccuracyInSteadyState(t *testing.T) {
 	}
 	// What a waiter reads is coarser than the estimate (Tell's steps), and that costs:
 	// this figure is published beside the other one.
-	if toldFrac < 0.897 {
+	if toldFrac < 0.896 { // 983 of 1,096
 		t.Fatalf("only %.1f%% of the texts told within 25%% of the real wait, want at least the published 89.7%%", 100*toldFrac)
 	}
 }
