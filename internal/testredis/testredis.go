@@ -156,7 +156,10 @@ func StartCluster(t testing.TB) *Cluster {
 }
 
 // StartClusterWithReplicas starts 3 masters, each with one replica, and a short node
-// timeout (1 s), so that killing a master promotes its replica within seconds.
+// timeout (1 s), so that killing a master promotes its replica within seconds. It
+// returns once every replica has finished its first sync: a replica that never synced
+// refuses to take over ("Disconnected from master for longer than allowed"), so a
+// master killed before that would leave its slots without a master for good.
 func StartClusterWithReplicas(t testing.TB) *Cluster {
 	t.Helper()
 	return startCluster(t, 1, "1000")
@@ -175,6 +178,9 @@ func startCluster(t testing.TB, replicas int, nodeTimeout string) *Cluster {
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", nodeTimeout,
+			// A replica's first (full) sync starts at once, not after the default 5 s
+			// wait for more replicas.
+			"--repl-diskless-sync-delay", "0",
 		})
 		s.start()
 		c.Servers = append(c.Servers, s)
@@ -195,6 +201,18 @@ func startCluster(t testing.TB, replicas int, nodeTimeout string) *Cluster {
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("cluster node %s not ok: %v %s", s.Addr, err, info)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for _, s := range c.Servers {
+		for {
+			info, err := s.Do("INFO", "replication")
+			if err == nil && (strings.Contains(info, "role:master") || strings.Contains(info, "master_link_status:up")) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cluster replica %s has not synced with its master: %v %s", s.Addr, err, info)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
