@@ -205,14 +205,17 @@ func startCluster(t testing.TB, replicas int, nodeTimeout string) *Cluster {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	// Every node knows every replica, and every replica has synced.
 	for _, s := range c.Servers {
 		for {
-			info, err := s.Do("INFO", "replication")
-			if err == nil && (strings.Contains(info, "role:master") || strings.Contains(info, "master_link_status:up")) {
+			nodes, err := s.Do("CLUSTER", "NODES")
+			info, err2 := s.Do("INFO", "replication")
+			if err == nil && err2 == nil && strings.Count(nodes, " slave ")+strings.Count(nodes, ",slave ") == 3*replicas &&
+				(strings.Contains(info, "role:master") || strings.Contains(info, "master_link_status:up")) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("cluster replica %s has not synced with its master: %v %s", s.Addr, err, info)
+				t.Fatalf("cluster node %s does not see every replica synced: %v %v\n%s\n%s", s.Addr, err, err2, nodes, info)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -416,3 +419,6 @@ func StartSentinel(t testing.TB) *Sentinel {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Log is what the server has written to its log file so far, for a failure message.
+func (s *Server) Log() string { return s.log() }
