@@ -314,8 +314,8 @@ func failoverWithoutWait(t *testing.T, lagging bool) {
 // lost is what the failover lost, by what each visitor had last been told.
 type lost struct {
 	told, tickets, admissions, joinAdmissions, leaves int
-	ticketList                                       []uint64
-	queued, admitted                                 []queue.VisitorID
+	ticketList                                        []uint64
+	queued, admitted                                  []queue.VisitorID
 }
 
 func countLost(t *testing.T, g *surge, lagging bool) lost {
