@@ -375,7 +375,7 @@ func checkAfterFailover(t *testing.T, g *surge, newMaster *testredis.Server, cal
 		t.Fatalf("only %d capacity samples", g.samples)
 	}
 	if len(g.over) > 0 {
-		t.Errorf("the store held more than capacity %d (phase: active): %v", g.lim.Capacity, g.over)
+		t.Errorf("the store held more than capacity %d in %d of %d samples (phase: active): %v", g.lim.Capacity, len(g.over), g.samples, g.over[:min(5, len(g.over))])
 	}
 
 	// What the store holds now, read directly from the new master.
