@@ -23,6 +23,13 @@ package redisstore
 // waiter's instance asks Status, which does not know the id, and the visitor joins
 // again at once).
 //
+// A room with no counter at all is new, or was lost with everything else (a Redis
+// restarted empty): its counter starts from the node's clock, TICKETS_PER_MS (64) a
+// millisecond, so it starts above every ticket an earlier life of the room handed out
+// as long as that life took fewer than 64 joins a millisecond on average (each skip
+// counts as 65,536). Tickets stay below 2^53, exact in Lua's numbers, until the year
+// 6000.
+//
 // INFO costs Redis about ten times a plain command, so the check runs at most every
 // NODE_CHECK_EVERY (100 ms, by the node's own TIME, kept in meta with the id): a failover takes
 // longer than that (Cluster's node timeout, Sentinel's down-after), so the first join
@@ -38,11 +45,15 @@ package redisstore
 // past the tickets a failover may have lost (and written to meta when it skips).
 // TICKET_SKIP is 2^16; NODE_CHECK_EVERY is in ms.
 const ticketGuard = `
-local TICKET_SKIP, NODE_CHECK_EVERY = 65536, 100
+local TICKET_SKIP, NODE_CHECK_EVERY, TICKETS_PER_MS = 65536, 100, 64
 local function ticket_guard(ticket)
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local seen = redis.call('HMGET', meta, 'node', 'node_at')
+  if not seen[1] and ticket == 0 then
+    ticket = now * TICKETS_PER_MS
+    redis.call('HSET', meta, 'ticket', ticket)
+  end
   local at = tonumber(seen[2] or 0)
   if seen[1] and now >= at and now - at < NODE_CHECK_EVERY then return ticket end
   local node = string.match(redis.call('INFO', 'replication'), 'master_replid:(%w+)') or ''

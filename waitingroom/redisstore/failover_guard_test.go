@@ -27,10 +27,13 @@ func TestTicketsSkipPastAnotherNode(t *testing.T) {
 		t.Fatalf("holder: %+v %v", st, err)
 	}
 	w1, w2 := queue.NewVisitorID(), queue.NewVisitorID()
+	var last uint64
 	for i, id := range []queue.VisitorID{w1, w2} {
-		if st, err := s.Join(ctx, id, now, lim); err != nil || st.Ticket != uint64(i+1) {
-			t.Fatalf("waiter %d on one node: %+v %v", i+1, st, err)
+		st, err := s.Join(ctx, id, now, lim)
+		if err != nil || st.State != queue.Queued || (i > 0 && st.Ticket != last+1) {
+			t.Fatalf("waiter %d on one node: %+v %v (the one before: %d)", i+1, st, err, last)
 		}
+		last = st.Ticket
 	}
 
 	// The room as a promoted replica finds it: written by another node, a while ago.
@@ -46,11 +49,65 @@ func TestTicketsSkipPastAnotherNode(t *testing.T) {
 	if st, err := s.Join(ctx, queue.NewVisitorID(), now, lim); err != nil || st.State != queue.Admitted {
 		t.Fatalf("the first join after the failover: %+v %v", st, err)
 	}
-	want := uint64(2 + 65536 + 1)
+	want := last + 65536 + 1
 	for i := range 3 {
 		st, err := s.Join(ctx, queue.NewVisitorID(), now, lim)
 		if err != nil || st.State != queue.Queued || st.Ticket != want+uint64(i) || st.Position != i+1 {
 			t.Fatalf("join %d after the failover: %+v %v; want ticket %d at %d", i+1, st, err, want+uint64(i), i+1)
+		}
+	}
+}
+
+// A Redis restarted empty loses the room's counter with everything else. The counter
+// starts again from the clock, so the tickets from before the restart, which waiters'
+// instances still hold, are never handed out again and never name a newcomer's place.
+func TestTicketsGrowPastAnEmptyRestart(t *testing.T) {
+	srv := testredis.Start(t)
+	s := open(t, provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(5 * time.Second)}))
+	ctx, now := context.Background(), time.Now()
+	lim := queue.Limits{Capacity: 1, SessionTTL: time.Hour, QueueTTL: time.Hour}
+	var old []uint64
+	for range 4 {
+		st, err := s.Join(ctx, queue.NewVisitorID(), now, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State == queue.Queued {
+			old = append(old, st.Ticket)
+		}
+	}
+	srv.Restart()
+	for calls := 1; ; calls++ {
+		if _, err := s.Stats(ctx); err == nil {
+			break
+		} else if calls == 10 {
+			t.Fatalf("the store did not answer after the restart: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var fresh []uint64
+	for range 4 {
+		st, err := s.Join(ctx, queue.NewVisitorID(), now, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State == queue.Queued {
+			fresh = append(fresh, st.Ticket)
+		}
+	}
+	if len(old) != 3 || len(fresh) != 3 {
+		t.Fatalf("queued %d before the restart and %d after, want 3 and 3", len(old), len(fresh))
+	}
+	if fresh[0] <= old[len(old)-1] {
+		t.Fatalf("tickets before the restart %v, after it %v: handed out again", old, fresh)
+	}
+	out := make([]int, len(old))
+	if err := s.Positions(ctx, old, out); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range out {
+		if p != 0 {
+			t.Fatalf("ticket %d from before the restart has position %d: a newcomer's place", old[i], p)
 		}
 	}
 }
