@@ -434,26 +434,15 @@ func checkAfterFailover(t *testing.T, g *surge, newMaster *testredis.Server, cal
 		t.Errorf("Stats %+v, but the store holds %d queued and %d active", stats, len(queued), len(active))
 	}
 
-	// Each visitor's last acknowledged state, and every ticket handed out.
-	type fate struct {
-		last   ack
-		ticket uint64
-	}
-	fates := map[queue.VisitorID]*fate{}
+	// Every ticket handed out: to one visitor each, and those after the failover above
+	// those before it.
 	holder := map[uint64]queue.VisitorID{}
 	var maxBefore, minAfter uint64
 	var reused []uint64
 	for _, a := range g.acks {
-		f := fates[a.id]
-		if f == nil {
-			f = &fate{}
-			fates[a.id] = f
-		}
-		f.last = a
 		if a.kind != "join" || a.st.State != queue.Queued {
 			continue
 		}
-		f.ticket = a.st.Ticket
 		if other, ok := holder[a.st.Ticket]; ok && other != a.id {
 			reused = append(reused, a.st.Ticket)
 		}
@@ -496,7 +485,10 @@ func checkAfterFailover(t *testing.T, g *surge, newMaster *testredis.Server, cal
 		if st, err := s.Status(ctx, id, g.now()); err != nil || st.State != queue.Unknown {
 			t.Fatalf("a visitor whose ticket was lost: %+v %v", st, err)
 		}
-		before, _ := s.Stats(ctx)
+		before, err := s.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
 		st, err := s.Join(ctx, queue.NewVisitorID(), g.now(), g.lim)
 		if err != nil || st.State != queue.Queued || st.Position != before.Waiting+1 || st.Ticket <= maxBefore {
 			t.Fatalf("joining again after a lost ticket: %+v %v; %d were waiting, the last ticket before the failover %d", st, err, before.Waiting, maxBefore)
