@@ -16,12 +16,12 @@ package redisstore
 // the back, behind everyone who came meanwhile. So a join first checks whether the
 // node it runs on is still the one that issued the room's last tickets: the node's
 // replication id (master_replid, which a promoted replica, or a restarted server,
-// takes anew) is kept in meta. When it differs, the counter skips TICKET_SKIP (2^16) tickets
-// before going on, so no lost ticket is handed out again as long as the lost joins
-// number fewer than 65,536, and every lost ticket is then below every new one, in
-// a stretch of the bitmaps that no waiter holds (Positions answers 0 for it; the
+// takes anew) is kept in meta. When it differs, the counter skips TICKET_SKIP (2^16)
+// tickets before going on, so no lost ticket is handed out again as long as the lost
+// joins number fewer than 65,536, and every lost ticket is then below every new one,
+// in a stretch of the bitmaps that no waiter holds (Positions answers 0 for it; the
 // waiter's instance asks Status, which does not know the id, and the visitor joins
-// again at once).
+// again).
 //
 // A room with no counter at all is new, or was lost with everything else (a Redis
 // restarted empty): its counter starts from the node's clock, TICKETS_PER_MS (64) a
@@ -31,9 +31,9 @@ package redisstore
 // 6000.
 //
 // INFO costs Redis about ten times a plain command, so the check runs at most every
-// NODE_CHECK_EVERY (100 ms, by the node's own TIME, kept in meta with the id): a failover takes
-// longer than that (Cluster's node timeout, Sentinel's down-after), so the first join
-// on the promoted replica always finds the check due. A promoted replica whose clock
+// NODE_CHECK_EVERY (100 ms, by the node's own TIME, kept in meta with the id): a
+// failover takes longer than that (Cluster's node timeout, Sentinel's down-after), so
+// the first join on the promoted replica always finds the check due. A promoted replica whose clock
 // is behind the old master's by nearly the whole failover time could skip the check
 // for up to those 100 ms; a clock that is behind by more makes it due at once.
 //
@@ -41,6 +41,7 @@ package redisstore
 // queued, a stretch of TICKET_SKIP/8 bytes of each bitmap (8 KiB), 4 bytes a ticket of
 // heard times (256 KiB) and 2 of holders (128 KiB); when the queue is empty it costs
 // nothing, since the next busy period starts its bitmaps at the next ticket.
+
 // ticketGuard is the prelude's ticket_guard(ticket): the room's last ticket, skipped
 // past the tickets a failover may have lost (and written to meta when it skips).
 // TICKET_SKIP is 2^16; NODE_CHECK_EVERY is in ms.
