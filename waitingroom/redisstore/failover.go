@@ -33,9 +33,10 @@ package redisstore
 // INFO costs Redis about ten times a plain command, so the check runs at most every
 // NODE_CHECK_EVERY (100 ms, by the node's own TIME, kept in meta with the id): a
 // failover takes longer than that (Cluster's node timeout, Sentinel's down-after), so
-// the first join on the promoted replica always finds the check due. A promoted replica whose clock
-// is behind the old master's by nearly the whole failover time could skip the check
-// for up to those 100 ms; a clock that is behind by more makes it due at once.
+// the first join on the promoted replica always finds the check due. A promoted
+// replica whose clock is behind the old master's by nearly the whole failover time
+// could skip the check for up to those 100 ms; a clock that is behind by more makes it
+// due at once.
 //
 // The skip costs the room, for as long as the waiters from before the failover are
 // queued, a stretch of TICKET_SKIP/8 bytes of each bitmap (8 KiB), 4 bytes a ticket of
