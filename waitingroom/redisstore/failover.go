@@ -38,6 +38,10 @@ package redisstore
 // could skip the check for up to those 100 ms; a clock that is behind by more makes it
 // due at once.
 //
+// INFO is in the @dangerous ACL category. A user denied it still joins: the check
+// then sees no node (it is called with pcall) and never skips, and
+// docs/several-instances.md says the store's user needs INFO for it.
+//
 // The skip costs the room, for as long as the waiters from before the failover are
 // queued, a stretch of TICKET_SKIP/8 bytes of each bitmap (8 KiB), 4 bytes a ticket of
 // heard times (256 KiB) and 2 of holders (128 KiB); when the queue is empty it costs
@@ -58,7 +62,8 @@ local function ticket_guard(ticket)
   end
   local at = tonumber(seen[2] or 0)
   if seen[1] and now >= at and now - at < NODE_CHECK_EVERY then return ticket end
-  local node = string.match(redis.call('INFO', 'replication'), 'master_replid:(%w+)') or ''
+  local info = redis.pcall('INFO', 'replication') -- a table when an ACL denies it
+  local node = type(info) == 'string' and string.match(info, 'master_replid:(%w+)') or ''
   if seen[1] and seen[1] ~= node then
     ticket = ticket + TICKET_SKIP
     redis.call('HSET', meta, 'ticket', ticket)

@@ -111,3 +111,26 @@ func TestTicketsGrowPastAnEmptyRestart(t *testing.T) {
 		}
 	}
 }
+
+// INFO is in the @dangerous ACL category. A store whose user is denied it still joins
+// visitors, one ticket after another: it only goes without the failover check.
+func TestTicketGuardWithoutINFO(t *testing.T) {
+	srv := testredis.Start(t)
+	if _, err := srv.Do("ACL", "SETUSER", "room", "on", ">secret", "~*", "&*", "+@all", "-@dangerous"); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, provision(t, &Redis{URL: "redis://room:secret@" + srv.Addr, Timeout: caddy.Duration(5 * time.Second)}))
+	ctx, now := context.Background(), time.Now()
+	lim := queue.Limits{Capacity: 1, SessionTTL: time.Hour, QueueTTL: time.Hour}
+	var last uint64
+	for i := range 3 {
+		st, err := s.Join(ctx, queue.NewVisitorID(), now, lim)
+		if err != nil {
+			t.Fatalf("join %d by a user without INFO: %v", i+1, err)
+		}
+		if i > 0 && st.Ticket != last+1 {
+			t.Fatalf("join %d: ticket %d after %d", i+1, st.Ticket, last)
+		}
+		last = st.Ticket
+	}
+}
