@@ -156,7 +156,10 @@ func StartCluster(t testing.TB) *Cluster {
 }
 
 // StartClusterWithReplicas starts 3 masters, each with one replica, and a short node
-// timeout (1 s), so that killing a master promotes its replica within seconds.
+// timeout (1 s), so that killing a master promotes its replica within seconds. It
+// returns once every replica has finished its first sync: a replica that never synced
+// refuses to take over ("Disconnected from master for longer than allowed"), so a
+// master killed before that would leave its slots without a master for good.
 func StartClusterWithReplicas(t testing.TB) *Cluster {
 	t.Helper()
 	return startCluster(t, 1, "1000")
@@ -175,6 +178,9 @@ func startCluster(t testing.TB, replicas int, nodeTimeout string) *Cluster {
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", nodeTimeout,
+			// A replica's first (full) sync starts at once, not after the default 5 s
+			// wait for more replicas.
+			"--repl-diskless-sync-delay", "0",
 		})
 		s.start()
 		c.Servers = append(c.Servers, s)
@@ -195,6 +201,21 @@ func startCluster(t testing.TB, replicas int, nodeTimeout string) *Cluster {
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("cluster node %s not ok: %v %s", s.Addr, err, info)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// Every node knows every replica, and every replica has synced.
+	for _, s := range c.Servers {
+		for {
+			nodes, err := s.Do("CLUSTER", "NODES")
+			info, err2 := s.Do("INFO", "replication")
+			if err == nil && err2 == nil && strings.Count(nodes, " slave ")+strings.Count(nodes, ",slave ") == 3*replicas &&
+				(strings.Contains(info, "role:master") || strings.Contains(info, "master_link_status:up")) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cluster node %s does not see every replica synced: %v %v\n%s\n%s", s.Addr, err, err2, nodes, info)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -398,3 +419,6 @@ func StartSentinel(t testing.TB) *Sentinel {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Log is what the server has written to its log file so far, for a failure message.
+func (s *Server) Log() string { return s.log() }

@@ -154,6 +154,12 @@ func TestJoinBatchIsJoinsOneByOne(t *testing.T) {
 	srv := testredis.Start(t)
 	mod := provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(5 * time.Second)})
 	batched, lone := open(t, mod), open(t, mod)
+	// Both counters start at the same ticket, not each from the clock (failover.go).
+	for _, s := range []*roomStore{batched, lone} {
+		if _, err := srv.Do("HSET", s.keys[2], "ticket", "1"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctx, t0 := context.Background(), time.Unix(1_800_000_000, 0)
 	lim := queue.Limits{Capacity: 5, SessionTTL: time.Minute, QueueTTL: 30 * time.Second}
 

@@ -8,7 +8,9 @@
 // against Redis's TIME before any write, so a Redis that hangs and then resumes does
 // not carry out joins, leaves or admissions that were answered as failed. deadline.go
 // holds the design and its limits; docs/several-instances.md says what an operator
-// sees.
+// sees. A failover can lose the last writes (replication is asynchronous); a join
+// then skips the tickets the old master may have handed out, so none is given twice
+// (failover.go).
 package redisstore
 
 import (

@@ -46,6 +46,7 @@ import "github.com/redis/go-redis/v9"
 //
 // The prelude starts with deadlineCheck (deadline.go): every script's ARGV[1] is its
 // caller's deadline, taken off before the script reads its own arguments.
+// It ends with ticketGuard (failover.go), which a join calls before issuing tickets.
 const prelude = deadlineCheck + `
 local queue, active, meta, live, heard, buckets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local rate, held, gone = KEYS[7], KEYS[8], KEYS[9]
@@ -126,7 +127,7 @@ local function queued_status(ticket, now)
   local position = redis.call('BITCOUNT', live, 0, off, 'BIT')
   return {1, ticket, position, returned, redis.call('ZCARD', active), present_count()}
 end
-`
+` + ticketGuard
 
 // joinScript takes a batch of new visitors in one round trip. ARGV: capacity, session
 // TTL (ms), rate count, rate window (ms), hold, no-queue, then (id, now) pairs. Returns
@@ -150,6 +151,7 @@ local rate_n, rate_per, hold, noqueue = tonumber(ARGV[3]), tonumber(ARGV[4]), AR
 -- and how many of the queued are away.
 local m = redis.call('HMGET', meta, 'ticket', 'base', 'epoch', 'away')
 local ticket, base, epoch = tonumber(m[1] or 0), tonumber(m[2]), tonumber(m[3])
+ticket = ticket_guard(ticket) -- past the tickets a failover lost (failover.go)
 local queued = redis.call('ZCARD', queue)   -- present and away, the pending included
 local waiting = queued - tonumber(m[4] or 0) -- present, the pending included
 local swept, nactive = nil, nil             -- active swept up to swept - sttl; its size, once read
