@@ -115,7 +115,7 @@ func fillQueue(b testing.TB, s *roomStore, n int) ([]queue.VisitorID, []uint64) 
 		var batches [][]queue.VisitorID
 		for left := n - len(tickets); left > 0 && len(batches) < 8; left -= maxJoinBatch {
 			batch := make([]queue.VisitorID, min(maxJoinBatch, left))
-			args := joinArgs(benchLimits, len(batch))
+			args := append([]any{0}, joinArgs(benchLimits, len(batch))...) // 0: no deadline (deadline.go)
 			for i := range batch {
 				batch[i] = queue.NewVisitorID()
 				args = append(args, batch[i][:], now)
