@@ -62,6 +62,7 @@ type socket struct {
 	conn    net.Conn        // c's connection, for write deadlines
 	raw     syscall.RawConn // conn's descriptor when it is plain TCP, for push; else nil
 	tlsRaw  syscall.RawConn // the descriptor under conn when it is TLS over TCP (tlssocket.go)
+	br      *bufio.Reader   // what the library reads c through, for awaitClient (idle.go)
 	id      queue.VisitorID
 	release func() // gives back the address's connection count; nil without a cap
 
@@ -261,10 +262,9 @@ func (hb *Hub) Serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID,
 		return nil // Accept has answered the request (bad handshake or cross-origin)
 	}
 	c.SetReadLimit(maxClientMessage)
-	s.c, s.conn, s.raw = c, sb.conn, rawTCP(sb.conn)
+	s.c, s.conn, s.raw, s.br = c, sb.conn, rawTCP(sb.conn), sb.br
 	if tc, raw := tlsDescriptor(sb.conn); tc != nil {
-		releaseHandshakeBuffers(tc)
-		s.tlsRaw = raw
+		s.tlsRaw = raw // its handshake's buffers go before the first wait (awaitClient)
 	}
 	if !hb.add(id, st.Ticket, s) {
 		c.Close(websocket.StatusServiceRestart, "reconnect")
@@ -289,7 +289,7 @@ func (hb *Hub) Serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID,
 func (s *socket) read() {
 	defer s.end()
 	hb := s.hb
-	for {
+	for s.awaitClient() {
 		_, data, err := s.c.Read(context.Background())
 		if err != nil {
 			return
@@ -364,6 +364,7 @@ type smallBuffers struct {
 	http.ResponseWriter
 	wire *sync.Mutex
 	conn net.Conn
+	br   *bufio.Reader
 }
 
 func (sb *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
@@ -387,6 +388,11 @@ func (sb *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		}
 	}
 	sb.conn = conn
+	if brw.Reader.Buffered() == 0 {
+		// Early bytes end up in front of the descriptor, where awaitClient cannot see
+		// them: such a socket reads without the idle wait.
+		sb.br = br
+	}
 	return conn, bufio.NewReadWriter(br, bufio.NewWriterSize(wireWriter{conn, sb.wire}, socketWriteBuffer)), nil
 }
 

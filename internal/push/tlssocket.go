@@ -43,33 +43,52 @@ func (s *socket) writeTLSNow(frame []byte) bool {
 // carries a post-quantum key share, as Go's and the browsers' do), the reader of the
 // last record's plaintext, which points into that buffer (input), and the buffer it
 // assembled the handshake messages in (hand, ~2 KiB). crypto/tls keeps them for the
-// life of the connection, and a waiting socket reads a few bytes an hour. Only empty
-// ones are dropped (a zero bytes.Buffer or bytes.Reader is ready for use), before
-// anyone reads the connection after the upgrade. The fields are unexported, so they
-// are found by name and type; if crypto/tls renames them, nothing is released, and
-// TestTLSHandshakeBuffersReleased fails to say so.
+// life of the connection, and a waiting socket reads a few bytes an hour. The reader
+// calls it again after each message it reads (idle.go), so what that read grew goes
+// too. Only empty ones are dropped (a zero bytes.Buffer or bytes.Reader is ready for
+// use), and it reports whether all of them were empty, that is, whether nothing the
+// client sent waits above the descriptor. It must not run beside a read of tc.
 func releaseHandshakeBuffers(tc *tls.Conn) bool {
-	v := reflect.ValueOf(tc).Elem()
-	released := true
-	for _, name := range []string{"rawInput", "input", "hand"} {
-		f := v.FieldByName(name)
-		if !f.IsValid() {
-			released = false
-			continue
-		}
-		switch p := unsafe.Pointer(f.UnsafeAddr()); f.Type() {
-		case reflect.TypeFor[bytes.Buffer]():
-			if b := (*bytes.Buffer)(p); b.Len() == 0 {
-				*b = bytes.Buffer{}
-				continue
-			}
-		case reflect.TypeFor[bytes.Reader]():
-			if r := (*bytes.Reader)(p); r.Len() == 0 {
-				*r = bytes.Reader{}
-				continue
-			}
-		}
-		released = false
+	if len(tlsInputs) == 0 {
+		return false
 	}
-	return released
+	base := unsafe.Pointer(tc)
+	empty := true
+	for _, f := range tlsInputs {
+		switch p := unsafe.Add(base, f.offset); {
+		case f.reader && (*bytes.Reader)(p).Len() == 0:
+			*(*bytes.Reader)(p) = bytes.Reader{}
+		case !f.reader && (*bytes.Buffer)(p).Len() == 0:
+			*(*bytes.Buffer)(p) = bytes.Buffer{}
+		default:
+			empty = false
+		}
+	}
+	return empty
 }
+
+// tlsInput is where crypto/tls keeps one of its read buffers in a Conn.
+type tlsInput struct {
+	offset uintptr
+	reader bool // a bytes.Reader; else a bytes.Buffer
+}
+
+// tlsInputs are found once, by name and type, as the fields are unexported; if
+// crypto/tls renames or retypes one, the list is empty, nothing is released, and
+// TestTLSHandshakeBuffersReleased fails to say so.
+var tlsInputs = func() []tlsInput {
+	conn := reflect.TypeFor[tls.Conn]()
+	var found []tlsInput
+	for _, name := range []string{"rawInput", "input", "hand"} {
+		f, ok := conn.FieldByName(name)
+		switch {
+		case ok && len(f.Index) == 1 && f.Type == reflect.TypeFor[bytes.Buffer]():
+			found = append(found, tlsInput{offset: f.Offset})
+		case ok && len(f.Index) == 1 && f.Type == reflect.TypeFor[bytes.Reader]():
+			found = append(found, tlsInput{offset: f.Offset, reader: true})
+		default:
+			return nil
+		}
+	}
+	return found
+}()
