@@ -478,7 +478,7 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{
 			name:    "unknown mode",
 			input:   "waiting_room {\n name a\n capacity 1\n mode lifo\n}",
-			wantErr: `mode must be one of fifo, random, passthrough, reject, queue_all, suspended, got "lifo"`,
+			wantErr: `mode must be one of fifo, random, passthrough, reject, queue_all, suspended, invite_only, got "lifo"`,
 			line:    4,
 		},
 		{

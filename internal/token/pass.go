@@ -77,7 +77,7 @@ func (k *Keyring) OpenPass(value string, now time.Time) (Pass, bool) {
 		return Pass{}, false
 	}
 	var raw [passLen]byte
-	if n, err := base64.RawURLEncoding.Decode(raw[:], []byte(value)); err != nil || n != passLen {
+	if n, err := strictBase64.Decode(raw[:], []byte(value)); err != nil || n != passLen {
 		return Pass{}, false
 	}
 	if raw[0] != passVersion {

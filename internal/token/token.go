@@ -70,6 +70,8 @@ const (
 	waitedUnknown = 0xFFFFFFFF
 )
 
+var strictBase64 = base64.RawURLEncoding.Strict()
+
 // Keyring signs with the first secret and accepts any of them, so a secret can be
 // rotated without sending every admitted visitor back to the queue.
 type Keyring struct {
@@ -131,7 +133,9 @@ func (k *Keyring) Open(value string, now time.Time) (Token, bool) {
 	if n == v1Text {
 		size, body, version = v1Len, v1Body, 1
 	}
-	if m, err := base64.RawURLEncoding.Decode(raw[:], text[:n]); err != nil || m != size {
+	// Strict: version 2's last character carries 2 bits past the token, which a lax
+	// decoder ignores, so a changed character would open as the same token.
+	if m, err := strictBase64.Decode(raw[:], text[:n]); err != nil || m != size {
 		return Token{}, false
 	}
 	if raw[0] != version {
