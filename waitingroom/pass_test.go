@@ -151,7 +151,10 @@ func TestInviteOnly(t *testing.T) {
 	if v := viewOf(t, w); v.Status != "queued" || v.Position != 1 {
 		t.Fatalf("a pass holder: %+v, want queued at 1", v)
 	}
-	if v := viewOf(t, func() *httptest.ResponseRecorder { w, _, _ := tr.passVisit("http://shop.example/", "", cookie); return w }()); v.Status != "queued" {
+	if v := viewOf(t, func() *httptest.ResponseRecorder {
+		w, _, _ := tr.passVisit("http://shop.example/", "", cookie)
+		return w
+	}()); v.Status != "queued" {
 		t.Fatalf("the pass holder's next request, pass in the cookie only: %+v", v)
 	}
 	for _, lang := range []string{"en", "de", "es", "fr", "ja", "ko", "zh"} {

@@ -19,7 +19,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	rm := h.room
 	now := h.clock.Now()
 	p := h.policyAt(now)
-	v := h.visitOf(r) // the placeholders (placeholders.go)
+	v := h.visitOf(r)       // the placeholders (placeholders.go)
 	passText := takePass(r) // never upstream (pass.go)
 	if p.mode == queue.ModeSuspended {
 		return next.ServeHTTP(w, r) // the room is off: no cookie, nothing counted
