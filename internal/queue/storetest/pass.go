@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -223,6 +225,101 @@ func RunPassUses(t *testing.T, open OpenShared) {
 		}
 		if want := map[bool]queue.State{true: queue.Admitted, false: queue.Unknown}[oks[i]]; got.State != want {
 			t.Fatalf("visitor %d is %v, want %v", i, got.State, want)
+		}
+	}
+}
+
+// testPassPositionsMatchModel churns a room with and without passes (joins, departures
+// from anywhere, admissions) and checks after every round that Positions and Status
+// agree with the model: the pass holders in arrival order, then everyone else in
+// arrival order, and that Step admits the model's head.
+func testPassPositionsMatchModel(t *testing.T, open Open) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 17))
+	r := newRoom(t, open)
+	lim := limits(3)
+	active := r.fill(t0, lim)
+	type waiter struct {
+		id     queue.VisitorID
+		ticket uint64
+	}
+	var lane, line []waiter // the model: each in arrival order
+	pass := newPass(1 << 15)
+	for round := range 120 {
+		for range rng.IntN(5) {
+			if rng.IntN(3) == 0 {
+				id, st, ok := r.joinPass(pass, t0, lim)
+				switch {
+				case !ok:
+					t.Fatalf("round %d: the pass was refused", round)
+				case st.State == queue.Admitted && len(lane) == 0 && len(active) < lim.Capacity:
+					active = append(active, id)
+				case st.State == queue.Queued:
+					lane = append(lane, waiter{id, st.Ticket})
+				default:
+					t.Fatalf("round %d: a pass holder: %v with %d pass holders waiting and %d active", round, st.State, len(lane), len(active))
+				}
+			} else {
+				id, st := r.join(t0, lim)
+				switch {
+				case st.State == queue.Admitted && len(lane)+len(line) == 0 && len(active) < lim.Capacity:
+					active = append(active, id)
+				case st.State == queue.Queued:
+					line = append(line, waiter{id, st.Ticket})
+				default:
+					t.Fatalf("round %d: a newcomer: %v with %d waiting and %d active", round, st.State, len(lane)+len(line), len(active))
+				}
+			}
+		}
+		for range rng.IntN(3) { // departures from anywhere
+			q := &line
+			if rng.IntN(2) == 0 {
+				q = &lane
+			}
+			if len(*q) == 0 {
+				continue
+			}
+			i := rng.IntN(len(*q))
+			if !r.leave((*q)[i].id) {
+				t.Fatalf("round %d: Leave of a waiter reported false", round)
+			}
+			*q = append((*q)[:i], (*q)[i+1:]...)
+		}
+		if rng.IntN(3) == 0 && len(active) > 0 { // slots free, the head goes in
+			n := 1 + rng.IntN(len(active))
+			for _, v := range active[:n] {
+				r.leave(v)
+			}
+			active = active[n:]
+			admitted := r.step(t0, lim)
+			for _, id := range admitted {
+				switch {
+				case len(lane) > 0 && lane[0].id == id:
+					lane = lane[1:]
+				case len(lane) == 0 && len(line) > 0 && line[0].id == id:
+					line = line[1:]
+				default:
+					t.Fatalf("round %d: Step admitted %s, not the head of the model", round, id)
+				}
+			}
+			active = append(active, admitted...)
+		}
+		all := append(append([]waiter(nil), lane...), line...)
+		tickets := make([]uint64, len(all))
+		want := make([]int, len(all))
+		for i, w := range all {
+			tickets[i], want[i] = w.ticket, i+1
+		}
+		wantInts(t, fmt.Sprintf("round %d: positions", round), r.positions(tickets...), want)
+		if len(all) > 0 {
+			w := all[rng.IntN(len(all))]
+			if st := r.status(w.id, t0); st.State != queue.Queued || st.Position != slices.Index(all, w)+1 {
+				t.Fatalf("round %d: Status of a waiter: %+v, want position %d", round, st, slices.Index(all, w)+1)
+			}
+		}
+		if st := r.stats(); st.Waiting != len(all) {
+			t.Fatalf("round %d: waiting = %d, want %d", round, st.Waiting, len(all))
 		}
 	}
 }

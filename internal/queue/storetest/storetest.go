@@ -69,6 +69,7 @@ func Run(t *testing.T, open Open) {
 		{"PassAdmitsAtJoin", testPassAdmitsAtJoin},
 		{"PassUsesAreCounted", testPassUsesAreCounted},
 		{"PassHolderAway", testPassHolderAway},
+		{"PassPositionsMatchModel", testPassPositionsMatchModel},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
