@@ -49,6 +49,7 @@ func (a *Admin) Routes() []caddy.AdminRoute {
 	mux.Handle("PATCH /waiting_room/{room}", handle(withRoom(a.patch)))
 	mux.Handle("POST /waiting_room/{room}/admit", handle(withRoom(a.admit)))
 	mux.Handle("POST /waiting_room/{room}/reset", handle(withRoom(a.reset)))
+	mux.Handle("POST /waiting_room/{room}/passes", handle(withRoom(a.passes)))
 	mux.Handle("GET /waiting_room/{room}/preview", handle(withRoom(a.preview)))
 	mux.Handle("GET /waiting_room/{room}/history", handle(withRoom(a.history)))
 	mux.Handle("DELETE /waiting_room/{room}/visitors/{id}", handle(withRoom(a.removeVisitor)))
@@ -58,6 +59,7 @@ func (a *Admin) Routes() []caddy.AdminRoute {
 		"/waiting_room/{$}":                  {http.MethodGet},
 		"/waiting_room/{room}/admit":         {http.MethodPost},
 		"/waiting_room/{room}/reset":         {http.MethodPost},
+		"/waiting_room/{room}/passes":        {http.MethodPost},
 		"/waiting_room/{room}/preview":       {http.MethodGet},
 		"/waiting_room/{room}/history":       {http.MethodGet},
 		"/waiting_room/{room}/visitors/{id}": {http.MethodDelete},

@@ -56,7 +56,7 @@ func (v *visitor) visitorID(t *testing.T) string {
 			raw, err := base64.RawURLEncoding.DecodeString(c.Value)
 			if err == nil && len(raw) > 18 {
 				var id queue.VisitorID
-				copy(id[:], raw[2:18])
+				copy(id[:], cookieIDBytes(raw))
 				return id.String()
 			}
 		}

@@ -363,15 +363,23 @@ func (g *guest) cookie(base, room string) string {
 }
 
 // visitorID reads the visitor id out of the room's cookie. The cookie is signed, not
-// encrypted, and its layout is fixed (version, state, 16-byte id, expiry, MAC: see
-// waitingroom/token.go); the tests use the id only to follow a visitor through the
-// store's own record (the admissions it publishes).
+// encrypted, and its layout is fixed (version, state, [flags in version 2,] 16-byte
+// id, ...: see internal/token/token.go); the tests use the id only to follow a visitor
+// through the store's own record (the admissions it publishes).
 func (g *guest) visitorID(base, room string) (string, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(g.cookie(base, room))
-	if err != nil || len(raw) < 18 {
+	if err != nil || len(raw) < 19 {
 		return "", fmt.Errorf("no readable cookie of room %s (%v)", room, err)
 	}
-	return string(raw[2:18]), nil
+	return string(cookieIDBytes(raw)), nil
+}
+
+// cookieIDBytes is the visitor id in a decoded room cookie of either version.
+func cookieIDBytes(raw []byte) []byte {
+	if raw[0] == 1 {
+		return raw[2:18]
+	}
+	return raw[3:19]
 }
 
 // socket opens the waiting page's WebSocket at base+path, as the page would: same

@@ -103,6 +103,14 @@ func TestLivePlaceholdersReachUpstreamAndAccessLog(t *testing.T) {
 	if len(waiterID) != 32 || waiterID == firstID || h.Get("X-Room-Status") != "admitted" {
 		t.Fatalf("the waiter's admitted request: X-Visitor %q (first %q), X-Room-Status %q", waiterID, firstID, h.Get("X-Room-Status"))
 	}
+	// A later request of the session tells the same wait: the cookie carries it.
+	if _, admitted := waiter.place("/"); !admitted {
+		t.Fatal("the admitted waiter's next request did not reach the upstream")
+	}
+	if later := seen.last(); later.Get("X-Waited") != h.Get("X-Waited") || later.Get("X-Visitor") != waiterID {
+		t.Fatalf("a later request of the waiter's session: X-Waited %q, X-Visitor %q; want %q, %q",
+			later.Get("X-Waited"), later.Get("X-Visitor"), h.Get("X-Waited"), waiterID)
+	}
 
 	// The access log: the waiter's queued answers name the id the upstream got later.
 	statuses := map[string]int{}

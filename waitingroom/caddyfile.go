@@ -38,7 +38,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		name        <name>
 //		capacity    <n>
 //		rate        <n> <duration>
-//		mode        fifo|random|passthrough|reject|queue_all|suspended
+//		mode        fifo|random|passthrough|reject|queue_all|suspended|invite_only
 //		session_ttl <duration>
 //		queue_ttl   <duration>
 //		away_ttl    <duration>|0

@@ -43,6 +43,15 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 			want: Handler{Name: "tickets", Capacity: 100, PerIP: &PerIP{MaxJoins: 5}},
 		},
 		{
+			name: "invite_only",
+			input: `waiting_room {
+				name presale
+				capacity 50
+				mode invite_only
+			}`,
+			want: Handler{Name: "presale", Capacity: 50, Mode: "invite_only"},
+		},
+		{
 			name: "name and capacity only",
 			input: `waiting_room {
 				name tickets
@@ -476,9 +485,21 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 			line:    4,
 		},
 		{
+			name:    "invite_only with an argument",
+			input:   "waiting_room {\n name a\n capacity 1\n mode invite_only please\n}",
+			wantErr: "wrong argument count",
+			line:    4,
+		},
+		{
+			name:    "invite only misspelt",
+			input:   "waiting_room {\n name a\n capacity 1\n mode invite-only\n}",
+			wantErr: `mode must be one of fifo, random, passthrough, reject, queue_all, suspended, invite_only, got "invite-only"`,
+			line:    4,
+		},
+		{
 			name:    "unknown mode",
 			input:   "waiting_room {\n name a\n capacity 1\n mode lifo\n}",
-			wantErr: `mode must be one of fifo, random, passthrough, reject, queue_all, suspended, got "lifo"`,
+			wantErr: `mode must be one of fifo, random, passthrough, reject, queue_all, suspended, invite_only, got "lifo"`,
 			line:    4,
 		},
 		{

@@ -32,6 +32,9 @@ type AdminRoom interface {
 	RemoveVisitor(ctx context.Context, id string) error
 	// Reset empties the queue and the active set.
 	Reset(ctx context.Context) error
+	// MintPasses signs count passes of uses each, valid for ttl (pass_admin.go), and
+	// returns them with their expiry.
+	MintPasses(ctx context.Context, count int, ttl time.Duration, uses int) ([]string, time.Time, error)
 	// History is the room's last hour on this instance (see history.go).
 	History(ctx context.Context) (any, error)
 	// Preview renders the waiting page in state with sample numbers, with the

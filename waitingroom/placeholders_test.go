@@ -64,7 +64,7 @@ func TestPlaceholders(t *testing.T) {
 		t.Fatalf("admitted at join: %v", first)
 	}
 	again, _ := tr.visitWithReplacer(firstCookie)
-	if again["status"] != "admitted" || again["visitor"] != first["visitor"] || again["waited_seconds"] != "" {
+	if again["status"] != "admitted" || again["visitor"] != first["visitor"] || again["waited_seconds"] != "0" {
 		t.Fatalf("a later request of the session: %v (first %v)", again, first)
 	}
 
@@ -79,9 +79,20 @@ func TestPlaceholders(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.step()
-	in, _ := tr.visitWithReplacer(cookie)
+	in, inCookie := tr.visitWithReplacer(cookie)
 	if in["status"] != "admitted" || in["visitor"] != waiting["visitor"] || in["waited_seconds"] != "42" {
 		t.Fatalf("admitted from the line after 42 s: %v", in)
+	}
+	// Every later request of the session says the same wait: the cookie carries it,
+	// through the store's touch (which reissues the cookie) too.
+	later, _ := tr.visitWithReplacer(inCookie)
+	tr.clock.Advance(queue.TouchEvery + time.Second)
+	touched, touchedCookie := tr.visitWithReplacer(inCookie)
+	afterTouch, _ := tr.visitWithReplacer(touchedCookie)
+	for _, got := range []map[string]string{later, touched, afterTouch} {
+		if got["status"] != "admitted" || got["visitor"] != waiting["visitor"] || got["waited_seconds"] != "42" {
+			t.Fatalf("a later request of a session that waited 42 s: %v", got)
+		}
 	}
 }
 

@@ -121,10 +121,14 @@ func (h *Handler) serveUnavailable(w http.ResponseWriter, r *http.Request) error
 // serveRejected answers a visitor the reject mode turned away: a static "sold out,
 // come back later" page (or JSON), 503, no cookie, nothing kept.
 func (h *Handler) serveRejected(w http.ResponseWriter, r *http.Request, p policy) error {
+	return h.respond(w, r, h.RejectStatusCode, h.rejectedView(p))
+}
+
+// rejectedView is what a turned-away visitor is told.
+func (h *Handler) rejectedView(p policy) page.View {
 	st := h.room.stats.Load()
-	v := page.View{Room: h.Name, Status: "rejected", Waiting: st.Waiting, Active: st.Active,
+	return page.View{Room: h.Name, Status: "rejected", Waiting: st.Waiting, Active: st.Active,
 		Capacity: p.capacity, RefreshSeconds: rejectRetryAfter, Message: h.message()}
-	return h.respond(w, r, h.RejectStatusCode, v)
 }
 
 func (h *Handler) respond(w http.ResponseWriter, r *http.Request, code int, v page.View) error {

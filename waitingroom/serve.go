@@ -19,7 +19,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	rm := h.room
 	now := h.clock.Now()
 	p := h.policyAt(now)
-	v := h.visitOf(r) // the placeholders (placeholders.go)
+	v := h.visitOf(r)       // the placeholders (placeholders.go)
+	passText := takePass(r) // never upstream (pass.go)
 	if p.mode == queue.ModeSuspended {
 		return next.ServeHTTP(w, r) // the room is off: no cookie, nothing counted
 	}
@@ -30,11 +31,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return h.degraded(w, r, next)
 	}
 
+	invited := false // the cookie holds a pass (the visitor may be new again: see joinNew)
 	if tok, ok := keys.Open(h.Cookie.Value(r), now); ok {
+		invited = tok.Pass
 		switch tok.State {
 		case queue.Admitted:
 			if rm.touchedRecently(tok.ID, now) {
-				v.admitted(tok.ID, -1)
+				v.admitted(tok.ID, tok.Waited)
 				return h.passAdmitted(w, r, next, tok.ID)
 			}
 			active, err := rm.store.Touch(r.Context(), tok.ID, now)
@@ -43,12 +46,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				// and asks a hung store again only after TouchEvery, not on every request.
 				rm.storeError("touch", err)
 				rm.markTouched(tok.ID, now)
-				v.admitted(tok.ID, -1)
+				v.admitted(tok.ID, tok.Waited)
 				return h.passAdmitted(w, r, next, tok.ID)
 			}
 			if active {
-				h.admit(w, r, keys, tok.ID, tok.Since, now)
-				v.admitted(tok.ID, -1)
+				h.admit(w, r, keys, tok, now)
+				v.admitted(tok.ID, tok.Waited)
 				return h.passAdmitted(w, r, next, tok.ID)
 			}
 			// Session lapsed, revoked or removed: a new visitor, at the back.
@@ -58,20 +61,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				v.decided(visitUnavailable)
 				return h.degraded(w, r, next)
 			}
+			if (st.State == queue.Admitted || st.State == queue.Queued) && h.invitedOut(r, tok, p) {
+				v.decided(visitRejected)
+				return h.serveRejected(w, r, p)
+			}
 			switch st.State {
 			case queue.Admitted:
 				if !rm.touchedRecently(tok.ID, now) {
 					rm.metrics.wait.Observe(now.Sub(tok.Since).Seconds())
 					rm.history.wait(now, now.Sub(tok.Since))
 				}
-				h.admit(w, r, keys, tok.ID, now, now)
-				v.admitted(tok.ID, now.Sub(tok.Since))
+				tok.Waited, tok.Since = now.Sub(tok.Since), now
+				h.admit(w, r, keys, tok, now)
+				v.admitted(tok.ID, tok.Waited)
 				if push.IsWaitingSocket(r) {
 					return rm.hub.ServeAdmitted(w, r)
 				}
 				return h.passAdmitted(w, r, next, tok.ID)
 			case queue.Queued:
-				h.holdPlace(w, r, keys, tok.ID, tok.Since, now)
+				h.holdPlace(w, r, keys, tok.ID, tok.Since, now, tok.Pass)
 				v.queued(tok.ID, st.Position)
 				return h.serveQueued(w, r, tok.ID, st, p)
 			}
@@ -86,7 +94,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	id := queue.NewVisitorID()
 	rm.drawLots(r.Context(), p) // an event's lottery comes before its first new arrival
-	st, err := rm.store.Join(r.Context(), id, now, h.limitsFor(p))
+	st, check, err := h.joinNew(r, keys, id, passText, invited, now, p)
 	if err != nil {
 		rm.storeError("join", err)
 		v.decided(visitUnavailable)
@@ -97,11 +105,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			c.Write(zap.String("room", h.Name), zap.String("mode", p.mode))
 		}
 		v.decided(visitRejected)
-		return h.serveRejected(w, r, p)
+		return h.serveRejectedPass(w, r, p, check)
 	}
 	if st.State == queue.Admitted {
 		rm.metrics.admitted.Inc()
-		h.admit(w, r, keys, id, now, now)
+		h.admit(w, r, keys, token.Token{ID: id, Since: now, Pass: invited || check == passValid}, now)
 		v.admitted(id, 0)
 		return h.passAdmitted(w, r, next, id)
 	}
@@ -109,25 +117,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if c := h.logger.Check(zap.DebugLevel, "visitor queued"); c != nil {
 		c.Write(zap.String("room", h.Name), zap.Stringer("visitor", id), zap.Int("position", st.Position))
 	}
-	h.holdPlace(w, r, keys, id, now, now)
+	h.holdPlace(w, r, keys, id, now, now, invited || check == passValid)
 	v.queued(id, st.Position)
-	return h.serveQueued(w, r, id, st, p)
+	return h.serveQueuedPass(w, r, id, st, p, check)
 }
 
-// admit gives id a fresh admitted cookie (admitted at since) and records that its
-// session was just confirmed with the store.
-func (h *Handler) admit(w http.ResponseWriter, r *http.Request, keys *token.Keyring, id queue.VisitorID, since, now time.Time) {
-	expires := now.Add(time.Duration(h.SessionTTL))
+// admit gives tok's visitor a fresh admitted cookie (admitted at tok.Since, having
+// waited tok.Waited, with or without a pass) and records that its session was just
+// confirmed with the store.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request, keys *token.Keyring, tok token.Token, now time.Time) {
+	tok.State, tok.Expires = queue.Admitted, now.Add(time.Duration(h.SessionTTL))
 	var sealed [token.Text]byte
-	h.Cookie.Set(w, r, keys.AppendSealed(sealed[:0], token.Token{State: queue.Admitted, ID: id, Since: since, Expires: expires}), expires)
-	h.room.markTouched(id, now)
+	h.Cookie.Set(w, r, keys.AppendSealed(sealed[:0], tok), tok.Expires)
+	h.room.markTouched(tok.ID, now)
 }
 
-// queue gives waiter id (queued since) a fresh queued cookie.
-func (h *Handler) holdPlace(w http.ResponseWriter, r *http.Request, keys *token.Keyring, id queue.VisitorID, since, now time.Time) {
+// queue gives waiter id (queued since, with a pass or not) a fresh queued cookie.
+func (h *Handler) holdPlace(w http.ResponseWriter, r *http.Request, keys *token.Keyring, id queue.VisitorID, since, now time.Time, pass bool) {
 	expires := now.Add(token.QueuedLife)
 	var sealed [token.Text]byte
-	h.Cookie.Set(w, r, keys.AppendSealed(sealed[:0], token.Token{State: queue.Queued, ID: id, Since: since, Expires: expires}), expires)
+	h.Cookie.Set(w, r, keys.AppendSealed(sealed[:0], token.Token{State: queue.Queued, ID: id, Since: since, Expires: expires, Pass: pass, Waited: -1}), expires)
 }
 
 // passAdmitted hands the request on, watching the response for the upstream's revoke

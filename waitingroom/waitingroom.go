@@ -47,8 +47,9 @@ type Handler struct {
 	// Mode is how the room admits: "fifo" (first come, first served), "random" (any
 	// waiter may be next), "passthrough" (everyone is admitted and counted),
 	// "reject" (over capacity gets a "sold out, come back later" answer, nobody is
-	// queued), "queue_all" (nobody new is admitted; the queue grows) or "suspended" (the
-	// room is off). Default: fifo.
+	// queued), "queue_all" (nobody new is admitted; the queue grows), "suspended" (the
+	// room is off) or "invite_only" (only visitors with a valid pass queue or enter;
+	// the rest get the reject answer; see docs/passes.md). Default: fifo.
 	Mode string `json:"mode,omitempty"`
 
 	// Events are scheduled openings (a sale, a ticket release), each with an optional

@@ -224,7 +224,8 @@ func TestReloadTargetIsThePagesOwnURL(t *testing.T) {
 		t.Fatal("the waiting page has no script")
 	}
 	script := body[start:]
-	if !strings.Contains(script, `var url = location.href.split("#")[0], wsURL = url.replace(/^http/, "ws")`) {
+	if !strings.Contains(script, `var url = location.href.split("#")[0].replace(/([?&])waiting_room_pass=[^&]*(&|$)/, function (m, a, b) { return b ? a : ""; });`) ||
+		!strings.Contains(script, `var wsURL = url.replace(/^http/, "ws")`) {
 		t.Fatal("the page's URL no longer comes from location.href: check where it comes from and update this test")
 	}
 	if n := len(regexp.MustCompile(`\burl\s*=[^=]`).FindAllString(script, -1)); n != 1 {

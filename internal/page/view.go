@@ -24,6 +24,9 @@ type View struct {
 	// Message is the operator's message to the line, plain text; absent when there is
 	// none.
 	Message string `json:"message,omitempty"`
+	// Pass is "invalid" when the visitor presented a pass that did not hold (used up,
+	// expired, forged, of another room); absent otherwise.
+	Pass string `json:"pass,omitempty"`
 
 	Prequeue bool `json:"-"` // for the page: the pre-queue's countdown
 	Lottery  bool `json:"-"` // for the page: the pre-queue ends in a draw

@@ -45,6 +45,10 @@ func (v *View) AppendJSON(dst []byte) []byte {
 		dst = append(dst, `,"message":`...)
 		dst = appendJSONString(dst, v.Message)
 	}
+	if v.Pass != "" {
+		dst = append(dst, `,"pass":`...)
+		dst = appendJSONString(dst, v.Pass)
+	}
 	return append(dst, '}')
 }
 

@@ -44,6 +44,12 @@ type MemoryStore struct {
 	// shuffled holds the keys of the lotteries already drawn (see Shuffle).
 	shuffled map[string]bool
 
+	// pass is the lane of pass holders, ahead of the line (memory_pass.go); passes
+	// counts each pass's uses left, forgotten after the pass expires.
+	pass         passLane
+	passes       map[string]*memPass
+	passesPruned int64
+
 	subsMu  sync.Mutex
 	subs    map[int]func([]VisitorID)
 	nextSub int
@@ -56,6 +62,7 @@ type memVisitor struct {
 	id         VisitorID
 	state      State
 	away       bool // queued, but not heard from within QueueTTL
+	pass       bool // queued in the pass lane
 	ticket     uint64
 	at         int64 // last seen (admitted) or last heard (queued), unix nanoseconds
 	prev, next *memVisitor
@@ -124,7 +131,7 @@ func (s *MemoryStore) hearLocked(v *memVisitor, now time.Time) bool {
 	v.away = false
 	s.gone.remove(v)
 	s.away--
-	s.live.add(int(v.ticket-s.base), 1)
+	s.setLiveLocked(v, 1)
 	s.waiting++
 	v.at = max(v.at, now.UnixNano())
 	s.heard.pushBack(v)
@@ -173,10 +180,12 @@ func (s *MemoryStore) Step(_ context.Context, now time.Time, lim Limits) (StepRe
 	res := StepResult{Abandoned: s.sweepSilentLocked(now, lim)}
 	budget := s.rateBudgetLocked(now, lim)
 	for !lim.Hold && s.active.len < lim.Capacity && s.waiting > 0 && budget != 0 {
-		var v *memVisitor
-		if lim.Random {
+		v := s.firstPassLocked() // the pass lane goes first, in any mode
+		switch {
+		case v != nil:
+		case lim.Random:
 			v = s.slots[s.live.find(rand.IntN(s.waiting))]
-		} else {
+		default:
 			v = s.firstLocked()
 		}
 		s.dequeueLocked(v)
@@ -198,7 +207,10 @@ func (s *MemoryStore) AdmitNow(_ context.Context, n int, now time.Time, lim Limi
 	res := StepResult{Abandoned: s.sweepSilentLocked(now, lim)}
 	s.rateBudgetLocked(now, lim) // drops admissions that left the window
 	for ; n > 0 && s.waiting > 0; n-- {
-		v := s.firstLocked()
+		v := s.firstPassLocked()
+		if v == nil {
+			v = s.firstLocked()
+		}
 		s.dequeueLocked(v)
 		s.admitLocked(v, now, lim)
 		res.Admitted = append(res.Admitted, v.id)
@@ -223,7 +235,7 @@ func (s *MemoryStore) sweepSilentLocked(now time.Time, lim Limits) int {
 			continue
 		}
 		s.heard.remove(v)
-		s.live.add(int(v.ticket-s.base), -1)
+		s.setLiveLocked(v, -1)
 		s.waiting--
 		v.away = true
 		s.gone.pushBack(v)
@@ -289,6 +301,7 @@ func (s *MemoryStore) Reset(context.Context) error {
 	s.heard, s.gone = visitorList{}, visitorList{}
 	s.base = s.nextTicket
 	s.slots, s.live, s.head, s.waiting, s.away = s.slots[:0], s.live[:0], 0, 0, 0
+	s.pass = passLane{next: s.pass.next}
 	return nil
 }
 
@@ -314,6 +327,12 @@ func (s *MemoryStore) Positions(_ context.Context, tickets []uint64, out []int) 
 	defer s.mu.Unlock()
 	for i, t := range tickets {
 		out[i] = 0
+		if t >= PassLane {
+			if s.passPresentLocked(t) {
+				out[i] = s.passPositionLocked(t)
+			}
+			continue
+		}
 		if t < s.base || t-s.base >= uint64(len(s.slots)) || s.slots[t-s.base] == nil || s.slots[t-s.base].away {
 			continue
 		}
@@ -389,6 +408,10 @@ func (s *MemoryStore) enqueueLocked(v *memVisitor) {
 }
 
 func (s *MemoryStore) dequeueLocked(v *memVisitor) {
+	if v.pass {
+		s.dequeuePassLocked(v)
+		return
+	}
 	i := int(v.ticket - s.base)
 	s.slots[i] = nil
 	if v.away {
@@ -417,8 +440,13 @@ func (s *MemoryStore) firstLocked() *memVisitor {
 	return s.slots[s.live.find(0)]
 }
 
+// positionLocked is the position of a queued ticket: every present pass holder is
+// ahead of an ordinary waiter.
 func (s *MemoryStore) positionLocked(ticket uint64) int {
-	return s.live.prefix(int(ticket-s.base)) + 1
+	if ticket >= PassLane {
+		return s.passPositionLocked(ticket)
+	}
+	return s.pass.waiting + s.live.prefix(int(ticket-s.base)) + 1
 }
 
 // compactLocked drops the dead slots before the head once they are at least half of

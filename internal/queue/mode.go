@@ -22,10 +22,13 @@ const (
 	// ModeSuspended turns the room off: requests pass straight through, no cookie is
 	// set, nothing is counted.
 	ModeSuspended = "suspended"
+	// ModeInviteOnly lets only visitors with a valid pass queue or enter (fifo among
+	// them); everyone else gets the reject answer.
+	ModeInviteOnly = "invite_only"
 )
 
 // Modes lists every mode, in the order the documentation gives them.
-var Modes = []string{ModeFIFO, ModeRandom, ModePassthrough, ModeReject, ModeQueueAll, ModeSuspended}
+var Modes = []string{ModeFIFO, ModeRandom, ModePassthrough, ModeReject, ModeQueueAll, ModeSuspended, ModeInviteOnly}
 
 // CheckMode reports an error naming the valid modes unless m is one of them.
 func CheckMode(m string) error {

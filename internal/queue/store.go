@@ -23,6 +23,16 @@ type Store interface {
 	// not queued twice.
 	Join(ctx context.Context, id VisitorID, now time.Time, lim Limits) (Status, error)
 
+	// JoinPass takes a brand-new visitor who presents a valid pass: it counts one use of
+	// the pass (fleet-wide, atomically) and joins the visitor in the pass lane, ahead of
+	// every waiter without a pass and behind the pass holders already waiting, or admits
+	// at once when no pass holder waits and a slot is free (capacity and rate hold). It
+	// reports false when the pass has no use left: then nothing is joined and the caller
+	// treats the visitor as an ordinary new visitor. Under Limits.NoQueue a visitor it
+	// cannot admit is Rejected and the use is not counted. A visitor id that is already
+	// known is reported as it stands, counting no use.
+	JoinPass(ctx context.Context, id VisitorID, pass PassUse, now time.Time, lim Limits) (Status, bool, error)
+
 	// Status reports where a visitor stands. For a waiter it also counts as being heard
 	// from (the waiter's liveness is refreshed), so a page load or poll keeps the place;
 	// an away waiter is back at once (Status.Returned).

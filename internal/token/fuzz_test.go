@@ -45,7 +45,11 @@ func FuzzTokenOpen(f *testing.F) {
 		if !ok {
 			return
 		}
-		if sealed := k.Seal(tok); sealed != value {
+		sealed := k.Seal(tok)
+		if len(value) == v1Text {
+			sealed = k.sealV1(tok)
+		}
+		if sealed != value {
 			t.Fatalf("open accepted %q, which seal never writes (it writes %q for that token)", value, sealed)
 		}
 		if !fuzzNow.Before(tok.Expires) || (tok.State != queue.Queued && tok.State != queue.Admitted) {
@@ -68,14 +72,19 @@ func FuzzTokenRoundTrip(f *testing.F) {
 	f.Add(uint8(queue.Queued), []byte{}, int64(0), int64(0))
 	f.Add(uint8(0), []byte{0xff}, int64(-1<<62), int64(1<<62))
 	f.Fuzz(func(t *testing.T, state uint8, rawID []byte, since, expires int64) {
-		in := Token{State: queue.State(state), Since: time.Unix(since, 0), Expires: time.Unix(expires, 0)}
+		in := Token{State: queue.State(state), Since: time.Unix(since, 0), Expires: time.Unix(expires, 0),
+			Pass: since&1 == 1, Waited: time.Duration(expires%100_000) * time.Second}
+		if in.Waited < 0 {
+			in.Waited = -1
+		}
 		copy(in.ID[:], rawID)
 		out, ok := k.Open(k.Seal(in), fuzzNow)
 		valid := (in.State == queue.Queued || in.State == queue.Admitted) && fuzzNow.Before(in.Expires)
 		if ok != valid {
 			t.Fatalf("token %+v: open says %v, want %v", in, ok, valid)
 		}
-		if ok && (out.State != in.State || out.ID != in.ID || !out.Since.Equal(in.Since) || !out.Expires.Equal(in.Expires)) {
+		if ok && (out.State != in.State || out.ID != in.ID || !out.Since.Equal(in.Since) || !out.Expires.Equal(in.Expires) ||
+			out.Pass != in.Pass || out.Waited != in.Waited) {
 			t.Fatalf("token %+v read back as %+v", in, out)
 		}
 	})

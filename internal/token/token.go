@@ -19,9 +19,17 @@ import (
 // admitted, and until when the Token may be believed. It is signed, never encrypted:
 // nothing in it is secret, but nothing in it can be changed.
 //
-// Wire format, base64url without padding:
+// Wire format, base64url without padding (version 2, what Seal writes):
 //
-//	version(1) | state(1) | visitor id(16) | since unix seconds(8) | expiry unix seconds(8) | HMAC-SHA256(32)
+//	version(1)=2 | state(1) | flags(1) | visitor id(16) | since unix seconds(8) |
+//	expiry unix seconds(8) | waited seconds(4) | HMAC-SHA256(32)
+//
+// flags bit 0 says the visitor came in with a pass (see Pass); the other bits are
+// zero. waited is how long an admitted visitor waited in line, 0xFFFFFFFF when not
+// known. Version 1 (no flags, no waited) is still accepted, so the cookies given out
+// before an upgrade keep their places and sessions:
+//
+//	version(1)=1 | state(1) | visitor id(16) | since(8) | expiry(8) | HMAC-SHA256(32)
 //
 // The MAC covers a domain label, the room name and the body before it, so a cookie of
 // one room is worthless in another, and a bit flipped anywhere fails verification.
@@ -32,32 +40,49 @@ type Token struct {
 	// it survives reissues, so the wait can be measured at admission on any instance.
 	Since   time.Time
 	Expires time.Time
+	// Pass says the visitor came in with a valid pass: in an invite_only room they may
+	// stay in line and in, and later requests need not carry the pass.
+	Pass bool
+	// Waited is how long an admitted visitor waited in line (0 when admitted at join),
+	// whole seconds; negative when not known (a version 1 cookie).
+	Waited time.Duration
 }
 
 // QueuedLife bounds how long a waiter's token is believed; the store decides whether
 // the place still exists (queue_ttl), so this only limits replay of old cookies.
 const QueuedLife = 24 * time.Hour
 
-// Len is the length of a token before its base64 encoding, Text after.
+// Len is the length of a token before its base64 encoding, Text after (what Seal
+// writes: version 2).
 const Len = tokenLen
 
 const (
-	tokenVersion = 1
-	tokenBody    = 1 + 1 + 16 + 8 + 8
+	tokenVersion = 2
+	tokenBody    = 1 + 1 + 1 + 16 + 8 + 8 + 4
 	tokenLen     = tokenBody + sha256.Size
 	Text         = (tokenLen*8 + 5) / 6 // base64url, unpadded
+
+	v1Body = 1 + 1 + 16 + 8 + 8
+	v1Len  = v1Body + sha256.Size
+	v1Text = (v1Len*8 + 5) / 6
+
+	flagPass      = 1
+	waitedUnknown = 0xFFFFFFFF
 )
+
+var strictBase64 = base64.RawURLEncoding.Strict()
 
 // Keyring signs with the first secret and accepts any of them, so a secret can be
 // rotated without sending every admitted visitor back to the queue.
 type Keyring struct {
-	room  string
-	macs  []*sync.Pool // one pool of *mac per secret; HMAC setup is not free
-	label []byte       // "waiting_room\x00" + room + "\x00"
+	room      string
+	macs      []*sync.Pool // one pool of *mac per secret; HMAC setup is not free
+	label     []byte       // "waiting_room\x00" + room + "\x00"
+	passLabel []byte       // see pass.go
 }
 
 func NewKeyring(room string, secrets [][]byte) *Keyring {
-	k := &Keyring{room: room, label: []byte("waiting_room\x00" + room + "\x00")}
+	k := &Keyring{room: room, label: []byte("waiting_room\x00" + room + "\x00"), passLabel: passLabel(room)}
 	for _, s := range secrets {
 		secret := s
 		k.macs = append(k.macs, &sync.Pool{New: func() any { return &mac{h: hmac.New(sha256.New, secret)} }})
@@ -77,9 +102,17 @@ func (k *Keyring) AppendSealed(dst []byte, t Token) []byte {
 	var raw [tokenLen]byte
 	raw[0] = tokenVersion
 	raw[1] = byte(t.State)
-	copy(raw[2:18], t.ID[:])
-	binary.BigEndian.PutUint64(raw[18:26], uint64(t.Since.Unix()))
-	binary.BigEndian.PutUint64(raw[26:34], uint64(t.Expires.Unix()))
+	if t.Pass {
+		raw[2] = flagPass
+	}
+	copy(raw[3:19], t.ID[:])
+	binary.BigEndian.PutUint64(raw[19:27], uint64(t.Since.Unix()))
+	binary.BigEndian.PutUint64(raw[27:35], uint64(t.Expires.Unix()))
+	waited := uint32(waitedUnknown)
+	if t.Waited >= 0 {
+		waited = uint32(min(t.Waited/time.Second, waitedUnknown-1))
+	}
+	binary.BigEndian.PutUint32(raw[35:39], waited)
 	k.sum(0, raw[:tokenBody], raw[tokenBody:tokenBody])
 	return base64.RawURLEncoding.AppendEncode(dst, raw[:])
 }
@@ -90,21 +123,27 @@ func (k *Keyring) AppendSealed(dst []byte, t Token) []byte {
 func (k *Keyring) Open(value string, now time.Time) (Token, bool) {
 	// An exact length check, not DecodedLen: the decoder skips \r and \n, so a
 	// value with a line break inside would otherwise open as the Token without it.
-	if len(value) != Text {
+	if len(value) != Text && len(value) != v1Text {
 		return Token{}, false
 	}
 	var text [Text]byte
-	copy(text[:], value)
+	n := copy(text[:], value)
 	var raw [tokenLen]byte
-	if n, err := base64.RawURLEncoding.Decode(raw[:], text[:]); err != nil || n != tokenLen {
+	size, body, version := tokenLen, tokenBody, byte(tokenVersion)
+	if n == v1Text {
+		size, body, version = v1Len, v1Body, 1
+	}
+	// Strict: version 2's last character carries 2 bits past the token, which a lax
+	// decoder ignores, so a changed character would open as the same token.
+	if m, err := strictBase64.Decode(raw[:], text[:n]); err != nil || m != size {
 		return Token{}, false
 	}
-	if raw[0] != tokenVersion {
+	if raw[0] != version {
 		return Token{}, false
 	}
 	verified := false
 	for i := range k.macs {
-		if k.verify(i, raw[:tokenBody], raw[tokenBody:]) {
+		if k.verify(i, raw[:body], raw[body:size]) {
 			verified = true
 			break
 		}
@@ -112,13 +151,24 @@ func (k *Keyring) Open(value string, now time.Time) (Token, bool) {
 	if !verified {
 		return Token{}, false
 	}
-	t := Token{State: queue.State(raw[1])}
+	t := Token{State: queue.State(raw[1]), Waited: -1}
 	if t.State != queue.Queued && t.State != queue.Admitted {
 		return Token{}, false
 	}
-	copy(t.ID[:], raw[2:18])
-	t.Since = time.Unix(int64(binary.BigEndian.Uint64(raw[18:26])), 0)
-	t.Expires = time.Unix(int64(binary.BigEndian.Uint64(raw[26:34])), 0)
+	f := raw[2:] // the fields after the state, as version 1 lays them out
+	if version == tokenVersion {
+		if raw[2]&^flagPass != 0 {
+			return Token{}, false
+		}
+		t.Pass = raw[2]&flagPass != 0
+		if w := binary.BigEndian.Uint32(raw[35:39]); w != waitedUnknown {
+			t.Waited = time.Duration(w) * time.Second
+		}
+		f = raw[3:]
+	}
+	copy(t.ID[:], f[0:16])
+	t.Since = time.Unix(int64(binary.BigEndian.Uint64(f[16:24])), 0)
+	t.Expires = time.Unix(int64(binary.BigEndian.Uint64(f[24:32])), 0)
 	if !now.Before(t.Expires) {
 		return Token{}, false
 	}

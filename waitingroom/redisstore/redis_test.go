@@ -10,6 +10,7 @@ import (
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue/storetest"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testredis"
@@ -66,4 +67,21 @@ func TestConformanceSentinel(t *testing.T) {
 	if n, err := sn.Master.Do("DBSIZE"); err != nil || n == "0" {
 		t.Fatalf("the master holds %s keys (%v): the store did not reach it through the Sentinel", n, err)
 	}
+}
+
+// A pass's uses are counted exactly once each by three instances, each with its own
+// client, on one redis-server.
+func TestPassUsesAcrossInstances(t *testing.T) {
+	srv := testredis.Start(t)
+	mod := provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(5 * time.Second)})
+	storetest.RunPassUses(t, func(t *testing.T, n int) []queue.Store {
+		room := fmt.Sprintf("room-%d", roomSeq.Add(1))
+		stores := make([]queue.Store, n)
+		for i := range stores {
+			shared := newSharedClient(mod.settings.options(), zap.NewNop())
+			t.Cleanup(func() { shared.client.Close() })
+			stores[i] = newRoomStore(shared, mod.Prefix, room, mod.settings.timeout)
+		}
+		return stores
+	})
 }

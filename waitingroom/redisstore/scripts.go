@@ -52,6 +52,9 @@ local queue, active, meta, live, heard, buckets = KEYS[1], KEYS[2], KEYS[3], KEY
 local rate, held, gone = KEYS[7], KEYS[8], KEYS[9]
 local holders, leases = KEYS[10], KEYS[11]
 local BUCKET = 256
+-- A busy period's first PASS_LANE offsets are the pass lane (pass.go): its tickets are
+-- below every ordinary one, so every bitmap count puts pass holders first.
+local PASS_LANE = 16384
 
 -- How many more admissions the rate allows at now (-1: no rate limit). It forgets the
 -- admissions that left the window: a sliding window, exact at any instant.
@@ -210,7 +213,8 @@ local function join(id, now)
   ticket = ticket + 1
   if queued == 0 then
     base, epoch = ticket, now
-    redis.call('HSET', meta, 'base', base, 'epoch', epoch, 'away', 0)
+    ticket = base + PASS_LANE
+    redis.call('HSET', meta, 'base', base, 'epoch', epoch, 'away', 0, 'lane', PASS_LANE, 'lane_next', 0)
     redis.call('DEL', live, held, heard, buckets, gone, holders)
   end
   local off, r = ticket - base, rel(now, epoch)
@@ -529,6 +533,16 @@ local function kth_present(k)
 end
 
 local present = redis.call('ZCARD', queue) - away_count() - away_delta
+local lane = tonumber(redis.call('HGET', meta, 'lane') or 0)
+if seed > 0 and lane > 0 then
+  -- The pass lane goes first in random mode too, in its order.
+  while free > 0 and present > 0 do
+    local off = redis.call('BITPOS', live, 1, 0, lane - 1, 'BIT')
+    if off < 0 then break end
+    take(base + off)
+    present = present - 1
+  end
+end
 if seed > 0 then
   -- Random mode: each admission is a uniform pick among those present; a silent one
   -- picked is sent away and the pick repeated, so the admitted one is uniform among
@@ -571,7 +585,8 @@ var shuffleScript = redis.NewScript(prelude + `
 if redis.call('HSETNX', meta, 'shuffled:' .. ARGV[1], 1) == 0 then return -1 end
 local base = epoch_of()
 if not base then return 0 end
-local q = redis.call('ZRANGE', queue, 0, -1, 'WITHSCORES')
+-- The pass lane keeps its order ahead of the lottery.
+local q = redis.call('ZRANGEBYSCORE', queue, base + tonumber(redis.call('HGET', meta, 'lane') or 0), '+inf', 'WITHSCORES')
 local n = #q / 2
 if n < 2 then return n end
 local ids, tickets, hs, here, by = {}, {}, {}, {}, {}
@@ -614,7 +629,7 @@ return n
 // admitted_total carry on.
 var resetScript = redis.NewScript(prelude + `
 redis.call('DEL', queue, active, live, held, heard, buckets, gone, holders)
-redis.call('HDEL', meta, 'base', 'epoch', 'away')
+redis.call('HDEL', meta, 'base', 'epoch', 'away', 'lane', 'lane_next')
 return 0
 `)
 

@@ -11,3 +11,15 @@ import (
 func TestMemoryStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) queue.Store { return queue.NewMemoryStore() })
 }
+
+// One memory store is one instance: the uses are counted under its lock.
+func TestMemoryStorePassUses(t *testing.T) {
+	storetest.RunPassUses(t, func(t *testing.T, n int) []queue.Store {
+		s := queue.NewMemoryStore()
+		stores := make([]queue.Store, n)
+		for i := range stores {
+			stores[i] = s
+		}
+		return stores
+	})
+}

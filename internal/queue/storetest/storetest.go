@@ -65,6 +65,11 @@ func Run(t *testing.T, open Open) {
 		{"ShuffleKeepsAway", testShuffleKeepsAway},
 		{"AwayMatchesModel", testAwayMatchesModel},
 		{"AwayAcrossLongQueue", testAwayAcrossLongQueue},
+		{"PassHoldersGoFirst", testPassHoldersGoFirst},
+		{"PassAdmitsAtJoin", testPassAdmitsAtJoin},
+		{"PassUsesAreCounted", testPassUsesAreCounted},
+		{"PassHolderAway", testPassHolderAway},
+		{"PassPositionsMatchModel", testPassPositionsMatchModel},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })

@@ -1,0 +1,143 @@
+package waitingroom
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
+)
+
+// How a visitor presents a pass (docs/passes.md).
+const (
+	passParam  = "waiting_room_pass"
+	passHeader = "Waiting-Room-Pass"
+)
+
+// maxPassText bounds what is looked at of a presented pass: anything longer is
+// invalid without being decoded.
+const maxPassText = 256
+
+// takePass returns the pass the request presents, if any, and removes it from the
+// request, so the upstream never sees it: the header, and the query parameter (from
+// the URL and RequestURI both). It costs an admitted request without one a substring
+// search of the query.
+func takePass(r *http.Request) string {
+	var pass string
+	if vs, ok := r.Header[passHeader]; ok {
+		if len(vs) > 0 {
+			pass = vs[0]
+		}
+		delete(r.Header, passHeader)
+	}
+	if !strings.Contains(r.URL.RawQuery, passParam) {
+		return pass
+	}
+	raw, value, found := withoutParam(r.URL.RawQuery, passParam)
+	if !found {
+		return pass
+	}
+	r.URL.RawQuery = raw
+	if path, _, ok := strings.Cut(r.RequestURI, "?"); ok {
+		r.RequestURI = path
+		if raw != "" {
+			r.RequestURI += "?" + raw
+		}
+	}
+	if pass == "" {
+		pass = value
+	}
+	return pass
+}
+
+// withoutParam removes every name=value pair named name from a raw query, keeping
+// the others byte for byte, and returns the first value (unescaped).
+func withoutParam(raw, name string) (rest, value string, found bool) {
+	var kept []string
+	for part := range strings.SplitSeq(raw, "&") {
+		k, v, _ := strings.Cut(part, "=")
+		if k != name {
+			kept = append(kept, part)
+			continue
+		}
+		if !found {
+			value, _ = url.QueryUnescape(v)
+			found = true
+		}
+	}
+	return strings.Join(kept, "&"), value, found
+}
+
+// passCheck is what became of a presented pass.
+type passCheck uint8
+
+const (
+	passNone    passCheck = iota // none presented
+	passValid                    // valid, and a use was counted
+	passInvalid                  // used up, expired, forged, of another room or oversized
+)
+
+// joinNew joins a new visitor, with the pass it presented if any. A pass that does
+// not hold makes an ordinary new visitor (in invite_only mode: one turned away, unless
+// invited: its cookie held a pass, and the place or session it had is gone, so it
+// joins the back of the line without using a pass again).
+func (h *Handler) joinNew(r *http.Request, keys *token.Keyring, id queue.VisitorID, text string, invited bool, now time.Time, p policy) (queue.Status, passCheck, error) {
+	lim := h.limitsFor(p)
+	check := passNone
+	if text != "" && p.mode != queue.ModePassthrough {
+		check = passInvalid
+		if len(text) <= maxPassText {
+			if pass, ok := keys.OpenPass(text, now); ok {
+				st, counted, err := h.room.store.JoinPass(r.Context(), id, queue.PassUse{ID: pass.IDString(), Uses: pass.Uses, Expires: pass.Expires}, now, lim)
+				if err != nil || counted {
+					return st, passValid, err
+				}
+			}
+		}
+	}
+	if p.mode == queue.ModeInviteOnly && !invited {
+		return queue.Status{State: queue.Rejected}, check, nil
+	}
+	st, err := h.room.store.Join(r.Context(), id, now, lim)
+	return st, check, err
+}
+
+// invitedOut reports whether a visitor with tok may not go on under p: in invite_only
+// mode, a waiter who came without a pass. (Visitors admitted before the room became
+// invite-only keep their session.) Such a waiter is taken out of the line.
+func (h *Handler) invitedOut(r *http.Request, tok token.Token, p policy) bool {
+	if p.mode != queue.ModeInviteOnly || tok.Pass {
+		return false
+	}
+	if _, err := h.room.store.Leave(r.Context(), tok.ID); err != nil {
+		h.room.storeError("leave", err)
+	}
+	h.room.forgetTouched(tok.ID)
+	return true
+}
+
+// serveQueuedPass answers a waiter whose pass did not hold: as serveQueued, saying so
+// in JSON.
+func (h *Handler) serveQueuedPass(w http.ResponseWriter, r *http.Request, id queue.VisitorID, st queue.Status, p policy, check passCheck) error {
+	if check != passInvalid {
+		return h.serveQueued(w, r, id, st, p)
+	}
+	if push.IsWaitingSocket(r) {
+		return h.serveSocket(w, r, id, st)
+	}
+	v := h.statusView(st, p)
+	v.Pass = "invalid"
+	return h.respond(w, r, h.StatusCode, v)
+}
+
+// serveRejectedPass is serveRejected, saying in JSON that the pass did not hold.
+func (h *Handler) serveRejectedPass(w http.ResponseWriter, r *http.Request, p policy, check passCheck) error {
+	v := h.rejectedView(p)
+	if check == passInvalid {
+		v.Pass = "invalid"
+	}
+	return h.respond(w, r, h.RejectStatusCode, v)
+}
