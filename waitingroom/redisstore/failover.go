@@ -46,6 +46,13 @@ package redisstore
 // queued, a stretch of TICKET_SKIP/8 bytes of each bitmap (8 KiB), 4 bytes a ticket of
 // heard times (256 KiB) and 2 of holders (128 KiB); when the queue is empty it costs
 // nothing, since the next busy period starts its bitmaps at the next ticket.
+//
+// The pass lane (pass.go) numbers its holders from the start of the busy period, so a
+// promoted replica's lane counter is behind too, and lost lane tickets lie inside the
+// lane, where no skip can pass them. A skip therefore closes the lane until the queue
+// next empties: pass holders arriving meanwhile join at the back of the line, still
+// counted against their uses, which is the price of never handing a lost ticket out
+// again.
 
 // ticketGuard is the prelude's ticket_guard(ticket): the room's last ticket, skipped
 // past the tickets a failover may have lost (and written to meta when it skips).
@@ -67,6 +74,10 @@ local function ticket_guard(ticket)
   if seen[1] and seen[1] ~= node then
     ticket = ticket + TICKET_SKIP
     redis.call('HSET', meta, 'ticket', ticket)
+    -- The pass lane's counter is as far behind: its lost tickets cannot be skipped
+    -- inside the lane, so the lane closes for the rest of this busy period.
+    local lane = redis.call('HGET', meta, 'lane')
+    if lane then redis.call('HSET', meta, 'lane_next', lane) end
   end
   redis.call('HSET', meta, 'node', node, 'node_at', now)
   return ticket

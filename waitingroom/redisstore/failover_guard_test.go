@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -49,7 +50,9 @@ func TestTicketsSkipPastAnotherNode(t *testing.T) {
 	if st, err := s.Join(ctx, queue.NewVisitorID(), now, lim); err != nil || st.State != queue.Admitted {
 		t.Fatalf("the first join after the failover: %+v %v", st, err)
 	}
-	want := last + 65536 + 1
+	// The skip, then the new busy period's pass lane (PASS_LANE in scripts.go) before
+	// its first ordinary ticket.
+	want := last + 65536 + 1 + 16384
 	for i := range 3 {
 		st, err := s.Join(ctx, queue.NewVisitorID(), now, lim)
 		if err != nil || st.State != queue.Queued || st.Ticket != want+uint64(i) || st.Position != i+1 {
@@ -132,5 +135,66 @@ func TestTicketGuardWithoutINFO(t *testing.T) {
 			t.Fatalf("join %d: ticket %d after %d", i+1, st.Ticket, last)
 		}
 		last = st.Ticket
+	}
+}
+
+// The pass lane's tickets are lost in a failover like any others: the promoted replica's
+// lane_next is behind the old master's. A pass holder joining there must not be handed
+// the ticket a lost pass holder held, whose instance still asks Positions about it: the
+// guard closes the lane of that busy period, and the pass holder joins at the back of
+// the line, past the skip.
+func TestPassLaneTicketsSkipPastAnotherNode(t *testing.T) {
+	srv := testredis.Start(t)
+	s := open(t, provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(5 * time.Second)}))
+	ctx, now := context.Background(), time.Now()
+	lim := queue.Limits{Capacity: 1, SessionTTL: time.Hour, QueueTTL: time.Hour}
+	pass := func() queue.PassUse {
+		return queue.PassUse{ID: queue.NewVisitorID().String(), Uses: 1, Expires: now.Add(time.Hour)}
+	}
+	if st, err := s.Join(ctx, queue.NewVisitorID(), now, lim); err != nil || st.State != queue.Admitted {
+		t.Fatalf("holder: %+v %v", st, err)
+	}
+	ordinary, err := s.Join(ctx, queue.NewVisitorID(), now, lim)
+	if err != nil || ordinary.State != queue.Queued {
+		t.Fatalf("ordinary waiter: %+v %v", ordinary, err)
+	}
+	first, lost := queue.NewVisitorID(), queue.NewVisitorID()
+	var tickets []uint64
+	for _, id := range []queue.VisitorID{first, lost} {
+		st, ok, err := s.JoinPass(ctx, id, pass(), now, lim)
+		if err != nil || !ok || st.State != queue.Queued {
+			t.Fatalf("pass holder: %+v %v %v", st, ok, err)
+		}
+		tickets = append(tickets, st.Ticket)
+	}
+	// The replica never got the second pass holder's join: its place, its live bit
+	// and the lane's counter are as before it, and the room was written by another node.
+	meta, live := s.keys[2], s.keys[3]
+	base, err := srv.Do("HGET", meta, "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b uint64
+	if _, err := fmt.Sscan(base, &b); err != nil {
+		t.Fatalf("base %q: %v", base, err)
+	}
+	for _, cmd := range [][]string{
+		{"ZREM", s.keys[0], string(lost[:])},
+		{"SETBIT", live, fmt.Sprint(tickets[1] - b), "0"},
+		{"HSET", meta, "lane_next", "1", "node", "0000000000000000000000000000000000000000", "node_at", "0"},
+	} {
+		if _, err := srv.Do(cmd...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, ok, err := s.JoinPass(ctx, queue.NewVisitorID(), pass(), now, lim)
+	if err != nil || !ok || st.State != queue.Queued {
+		t.Fatalf("pass holder after the failover: %+v %v %v", st, ok, err)
+	}
+	if st.Ticket == tickets[1] || st.Ticket <= ordinary.Ticket+65536 {
+		t.Fatalf("the pass holder after the failover got ticket %d: the lost pass holder had %d, the last ordinary ticket was %d", st.Ticket, tickets[1], ordinary.Ticket)
+	}
+	if st.Position != 3 {
+		t.Fatalf("the pass holder after the failover is at %d, want 3 (behind the first pass holder and the ordinary waiter)", st.Position)
 	}
 }

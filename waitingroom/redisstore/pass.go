@@ -47,6 +47,8 @@ if t then
 end
 if tonumber(redis.call('GET', pass) or 0) >= uses then return {0, 0, 0, 0, 0, 0, 0} end
 
+-- Before meta is read: the guard may skip the counter and close the lane (failover.go).
+ticket_guard(tonumber(redis.call('HGET', meta, 'ticket') or 0))
 local m = redis.call('HMGET', meta, 'ticket', 'base', 'epoch', 'lane', 'lane_next')
 local ticket, base, epoch = tonumber(m[1] or 0), tonumber(m[2]), tonumber(m[3])
 local lane, lane_next = tonumber(m[4] or 0), tonumber(m[5] or 0)
