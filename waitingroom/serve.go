@@ -30,9 +30,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return h.degraded(w, r, next)
 	}
 
+	reason := "" // why a known visitor is new again (sessionmax.go)
 	if tok, ok := keys.Open(h.Cookie.Value(r), now); ok {
 		switch tok.State {
 		case queue.Admitted:
+			if sessionOver(p, tok.Since, now) {
+				h.endSession(r, tok.ID)
+				reason = reasonSessionMax
+				break
+			}
 			if rm.touchedRecently(tok.ID, now) {
 				v.admitted(tok.ID, -1)
 				return h.passAdmitted(w, r, next, tok.ID)
@@ -52,6 +58,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				return h.passAdmitted(w, r, next, tok.ID)
 			}
 			// Session lapsed, revoked or removed: a new visitor, at the back.
+			if h.sessionMaxLapsed(p, tok.Since, now) {
+				reason = reasonSessionMax
+			}
 		case queue.Queued:
 			st, err := rm.store.Status(r.Context(), tok.ID, now)
 			if err != nil {
@@ -111,13 +120,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	h.holdPlace(w, r, keys, id, now, now)
 	v.queued(id, st.Position)
-	return h.serveQueued(w, r, id, st, p)
+	return h.serveRequeued(w, r, id, st, p, reason)
 }
 
 // admit gives id a fresh admitted cookie (admitted at since) and records that its
 // session was just confirmed with the store.
 func (h *Handler) admit(w http.ResponseWriter, r *http.Request, keys *token.Keyring, id queue.VisitorID, since, now time.Time) {
-	expires := now.Add(time.Duration(h.SessionTTL))
+	expires := now.Add(h.sessionTTL())
 	var sealed [token.Text]byte
 	h.Cookie.Set(w, r, keys.AppendSealed(sealed[:0], token.Token{State: queue.Admitted, ID: id, Since: since, Expires: expires}), expires)
 	h.room.markTouched(id, now)

@@ -24,6 +24,9 @@ type View struct {
 	// Message is the operator's message to the line, plain text; absent when there is
 	// none.
 	Message string `json:"message,omitempty"`
+	// Reason says why a visitor who had been let in is queued anew: "session_max"
+	// (their time ran out). Absent otherwise.
+	Reason string `json:"reason,omitempty"`
 
 	Prequeue bool `json:"-"` // for the page: the pre-queue's countdown
 	Lottery  bool `json:"-"` // for the page: the pre-queue ends in a draw
@@ -48,6 +51,7 @@ func (v *View) Data(lang, mode, nonce string) Data {
 		Message:        v.Message,
 		AwayTTLSeconds: v.AwayTTLSeconds,
 		Returned:       v.Returned,
+		Reason:         v.Reason,
 		Nonce:          nonce,
 	}
 	if v.ETASeconds != nil {

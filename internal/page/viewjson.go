@@ -45,6 +45,10 @@ func (v *View) AppendJSON(dst []byte) []byte {
 		dst = append(dst, `,"message":`...)
 		dst = appendJSONString(dst, v.Message)
 	}
+	if v.Reason != "" {
+		dst = append(dst, `,"reason":`...)
+		dst = appendJSONString(dst, v.Reason)
+	}
 	return append(dst, '}')
 }
 
