@@ -99,8 +99,8 @@ type roomInfo struct {
 	Rate *Rate `json:"rate"`
 	// The effective session_ttl, queue_ttl, away_ttl and session_max ("" while off).
 	sessionInfo
-	Active  int   `json:"active"`
-	Waiting int   `json:"waiting"`
+	Active  int `json:"active"`
+	Waiting int `json:"waiting"`
 	// Away counts the waiters gone quiet past queue_ttl who keep their place.
 	Away          int    `json:"away"`
 	AdmittedTotal uint64 `json:"admitted_total"`
@@ -157,8 +157,8 @@ func (r control) info(ctx context.Context) (roomInfo, error) {
 			Message:    r.h.Message,
 		},
 		sessionInfo: r.h.sessions().info(),
-		Overrides: o,
-		Message:   r.h.message(),
+		Overrides:   o,
+		Message:     r.h.message(),
 	}
 	if p.rate.limits() {
 		info.Rate = p.rate
