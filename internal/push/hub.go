@@ -203,3 +203,6 @@ func (hb *Hub) retick(id queue.VisitorID, ticket uint64) {
 // SetHeartbeatEvery changes how often connected waiters are heard of, from the next
 // round on (the room's queue_ttl was changed at run time).
 func (hb *Hub) SetHeartbeatEvery(d time.Duration) { hb.heartbeatEvery.Store(int64(d)) }
+
+// HeartbeatEvery is how often connected waiters are heard of now.
+func (hb *Hub) HeartbeatEvery() time.Duration { return time.Duration(hb.heartbeatEvery.Load()) }
