@@ -53,7 +53,7 @@ type MemoryStore struct {
 }
 
 // memVisitor is one visitor: in the active list when admitted, in a slot and the heard
-// (or, away, the gone) list when queued. About 120 bytes per waiter with the map
+// (or, away, the gone) list when queued. About 130 bytes per waiter with the map
 // entry, slot and tree node.
 type memVisitor struct {
 	id         VisitorID

@@ -1,9 +1,11 @@
 package queue
 
 // admissionLink is an admitted visitor's place in the memory store's byAdmission list:
-// the admission time (v.at moves on with every touch) and its neighbours. It costs
-// every visitor 24 bytes, queued ones included, where a map of admission times would
-// cost an admitted one about 60 and a hash per admission.
+// the admission time (v.at moves on with every touch) and its neighbours. Its 24
+// bytes take a visitor from the 64-byte allocation class to the 80-byte one, queued
+// ones included: BenchmarkMemoryBytesPerWaiter reads 129 bytes per waiter where it read
+// 113, within the 200-byte budget. A map of admission times instead would cost each
+// admission a hash and an admitted visitor about 60 bytes.
 type admissionLink struct {
 	at         int64 // admitted at, unix nanoseconds
 	prev, next *memVisitor

@@ -21,8 +21,8 @@ import "github.com/redis/go-redis/v9"
 //	                     that waiter's WebSocket, 0 for none
 //	leases         HASH  instance slot -> its lease's last renewal, unix ms
 //	since          ZSET  visitor id -> admitted at, unix ms: the same members as
-//	                     active, so session_max ends sessions by admission (about 60
-//	                     bytes per admitted visitor; nothing per waiter)
+//	                     active, so session_max ends sessions by admission (130 bytes
+//	                     per admitted visitor, 31 while under 128; nothing per waiter)
 //
 // base and epoch restart whenever a ticket is issued into an empty queue (no waiter
 // present or away), so the bitmaps and heard only span the tickets of the current busy
