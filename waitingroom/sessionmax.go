@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
@@ -47,9 +48,10 @@ func (h *Handler) endSession(r *http.Request, id queue.VisitorID) {
 }
 
 // serveRequeued answers a visitor queued anew, saying why when their session ended at
-// session_max.
+// session_max (a WebSocket has no answer to say it in: the page that opens one was
+// told already).
 func (h *Handler) serveRequeued(w http.ResponseWriter, r *http.Request, id queue.VisitorID, st queue.Status, p policy, reason string) error {
-	if reason == "" {
+	if reason == "" || push.IsWaitingSocket(r) {
 		return h.serveQueued(w, r, id, st, p)
 	}
 	v := h.statusView(st, p)
