@@ -3,6 +3,8 @@ package waitingroom
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -174,5 +176,37 @@ func TestPatchSessionSettings(t *testing.T) {
 	}
 	if info := tr2.patch(`{"session_max":null}`); info.SessionMax != "1m0s" {
 		t.Fatalf("session_max null: %q, want the configured 1m0s", info.SessionMax)
+	}
+}
+
+// session_max costs the admitted hot path nothing it did not do before: no store call
+// beyond the throttled touch, and not one allocation more.
+func TestSessionMaxKeepsTheAdmittedPathLocal(t *testing.T) {
+	counting := json.RawMessage(`{"type":"counting_test"}`)
+	plain := newTestRoomOn(t, 1, counting)
+	timed := newTestRoomWith(t, 1, func(h *Handler) { h.StoreRaw = counting; h.SessionMax = caddy.Duration(time.Hour) })
+	allocs := map[*testRoom]float64{}
+	for _, tr := range []*testRoom{plain, timed} {
+		_, c := tr.visit("", "")
+		for i := range 1000 {
+			tr.visit(c, "")
+			if i%100 == 0 {
+				tr.clock.Advance(time.Second)
+			}
+		}
+		if n := tr.h.store.(*countingStore).touches.Load(); n > 3 {
+			t.Fatalf("session_max %v: 1000 admitted requests over 10s made %d store touches", time.Duration(tr.h.SessionMax), n)
+		}
+		r := httptest.NewRequest(http.MethodGet, "http://shop.example/tickets", nil)
+		r.Header.Set("Cookie", tr.h.Cookie.Name+"="+c)
+		w := &discard{h: make(http.Header)}
+		next := okHandler()
+		allocs[tr] = testing.AllocsPerRun(500, func() {
+			clear(w.h)
+			_ = tr.h.ServeHTTP(w, r, next)
+		})
+	}
+	if allocs[timed] != allocs[plain] {
+		t.Fatalf("an admitted request allocates %v times with session_max, %v without", allocs[timed], allocs[plain])
 	}
 }
