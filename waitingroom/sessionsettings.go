@@ -50,13 +50,17 @@ func (h *Handler) sessionSettingsWith(o *overrides) sessionSettings {
 	if o == nil {
 		return s
 	}
-	for _, f := range []struct {
-		set *period
-		to  *time.Duration
-	}{{o.SessionTTL, &s.sessionTTL}, {o.QueueTTL, &s.queueTTL}, {o.AwayTTL, &s.awayTTL}, {o.SessionMax, &s.sessionMax}} {
-		if f.set != nil {
-			*f.to = time.Duration(*f.set)
-		}
+	if o.SessionTTL != nil {
+		s.sessionTTL = time.Duration(*o.SessionTTL)
+	}
+	if o.QueueTTL != nil {
+		s.queueTTL = time.Duration(*o.QueueTTL)
+	}
+	if o.AwayTTL != nil {
+		s.awayTTL = time.Duration(*o.AwayTTL)
+	}
+	if o.SessionMax != nil {
+		s.sessionMax = time.Duration(*o.SessionMax)
 	}
 	return s
 }
