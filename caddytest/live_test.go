@@ -161,6 +161,7 @@ type queueAnswer struct {
 	Returned       bool   `json:"returned"`
 	Message        string `json:"message"` // the message to the line, in JSON answers
 	Text           string `json:"text"`    // a "message" frame's text
+	Reason         string `json:"reason"`  // why a visitor let in before is queued anew
 }
 
 // socket opens the waiting page's WebSocket with the visitor's cookies.

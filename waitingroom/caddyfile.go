@@ -40,6 +40,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		rate        <n> <duration>
 //		mode        fifo|random|passthrough|reject|queue_all|suspended|invite_only
 //		session_ttl <duration>
+//		session_max <duration>
 //		queue_ttl   <duration>
 //		away_ttl    <duration>|0
 //		status_code <code>
@@ -104,6 +105,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = h.parseEvent(d)
 		case "session_ttl":
 			h.SessionTTL, err = duration(d)
+		case "session_max":
+			h.SessionMax, err = duration(d)
 		case "queue_ttl":
 			h.QueueTTL, err = duration(d)
 		case "away_ttl":

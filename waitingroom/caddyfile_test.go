@@ -74,6 +74,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 				name tickets
 				capacity 100
 				session_ttl 10m
+				session_max 20m
 				queue_ttl 30s
 				away_ttl 0
 				status_code 503
@@ -94,6 +95,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 				Name:            "tickets",
 				Capacity:        100,
 				SessionTTL:      caddy.Duration(10 * time.Minute),
+				SessionMax:      caddy.Duration(20 * time.Minute),
 				QueueTTL:        caddy.Duration(30 * time.Second),
 				AwayTTL:         new(caddy.Duration),
 				StatusCode:      503,
@@ -437,6 +439,30 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 			line:    4,
 		},
 		{
+			name:    "session_max 0",
+			input:   "waiting_room {\n name a\n capacity 1\n session_max 0\n}",
+			wantErr: `bad duration "0": want a positive duration such as 30s or 5m`,
+			line:    4,
+		},
+		{
+			name:    "negative session_max",
+			input:   "waiting_room {\n name a\n capacity 1\n\n session_max -5m\n}",
+			wantErr: `bad duration "-5m": want a positive duration`,
+			line:    5,
+		},
+		{
+			name:    "session_max without a duration",
+			input:   "waiting_room {\n name a\n capacity 1\n session_max\n}",
+			wantErr: "wrong argument count",
+			line:    4,
+		},
+		{
+			name:    "duplicate session_max",
+			input:   "waiting_room {\n name a\n capacity 1\n session_max 10m\n session_max 20m\n}",
+			wantErr: `duplicate subdirective "session_max"`,
+			line:    5,
+		},
+		{
 			name:    "zero duration",
 			input:   "waiting_room {\n name a\n capacity 1\n queue_ttl 0s\n}",
 			wantErr: `bad duration "0s"`,
@@ -759,6 +785,8 @@ func TestValidate(t *testing.T) {
 		{name: "overlapping events", json: `{"name":"a","capacity":1,"events":[{"start":"2030-11-28T09:00:00Z","end":"2030-11-28T10:00:00Z"},{"start":"2030-11-28T09:30:00Z","end":"2030-11-28T11:00:00Z"}]}`, wantErr: "event 2 (2030-11-28T09:30:00Z) overlaps event 1"},
 		{name: "event without end", json: `{"name":"a","capacity":1,"events":[{"start":"2030-11-28T09:00:00Z"}]}`, wantErr: "event 1: an event needs a start and an end"},
 		{name: "negative session_ttl", json: `{"name":"a","capacity":1,"session_ttl":"-1s"}`, wantErr: "session_ttl must not be negative, got -1s"},
+		{name: "session_max", json: `{"name":"a","capacity":1,"session_max":"15m"}`},
+		{name: "negative session_max", json: `{"name":"a","capacity":1,"session_max":"-1s"}`, wantErr: "session_max must be greater than 0 (or absent: off), got -1s"},
 		{name: "negative queue_ttl", json: `{"name":"a","capacity":1,"queue_ttl":-1}`, wantErr: "queue_ttl must not be negative"},
 		{name: "away_ttl off", json: `{"name":"a","capacity":1,"away_ttl":0}`},
 		{name: "away_ttl 20m", json: `{"name":"a","capacity":1,"queue_ttl":"2m","away_ttl":"20m"}`},

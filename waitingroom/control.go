@@ -60,6 +60,12 @@ type overrides struct {
 	Mode *string `json:"mode,omitempty"`
 	// Message replaces the configured message to the line; "" shows none.
 	Message *string `json:"message,omitempty"`
+	// SessionTTL, QueueTTL, AwayTTL and SessionMax replace the configured timings
+	// (sessionsettings.go); a SessionMax of 0 turns it off.
+	SessionTTL *period `json:"session_ttl,omitempty"`
+	QueueTTL   *period `json:"queue_ttl,omitempty"`
+	AwayTTL    *period `json:"away_ttl,omitempty"`
+	SessionMax *period `json:"session_max,omitempty"`
 }
 
 // settings are the values a room is configured with.
@@ -70,6 +76,7 @@ type settings struct {
 	SessionTTL string `json:"session_ttl"`
 	QueueTTL   string `json:"queue_ttl"`
 	AwayTTL    string `json:"away_ttl"`
+	SessionMax string `json:"session_max"` // "" while off
 	Message    string `json:"message"`
 }
 
@@ -92,9 +99,11 @@ type roomInfo struct {
 	Mode     string `json:"mode"`
 	Capacity int    `json:"capacity"`
 	// Rate is the admission rate limit; null when admissions are bound by capacity only.
-	Rate    *Rate `json:"rate"`
-	Active  int   `json:"active"`
-	Waiting int   `json:"waiting"`
+	Rate *Rate `json:"rate"`
+	// The effective session_ttl, queue_ttl, away_ttl and session_max ("" while off).
+	sessionInfo
+	Active  int `json:"active"`
+	Waiting int `json:"waiting"`
 	// Away counts the waiters gone quiet past queue_ttl who keep their place.
 	Away          int    `json:"away"`
 	AdmittedTotal uint64 `json:"admitted_total"`
@@ -146,11 +155,13 @@ func (r control) info(ctx context.Context) (roomInfo, error) {
 			Mode:       configuredMode,
 			SessionTTL: time.Duration(r.h.SessionTTL).String(),
 			QueueTTL:   time.Duration(r.h.QueueTTL).String(),
-			AwayTTL:    r.h.awayTTL().String(),
+			AwayTTL:    r.h.sessionSettingsWith(nil).awayTTL.String(),
+			SessionMax: r.h.sessionSettingsWith(nil).info().SessionMax,
 			Message:    r.h.Message,
 		},
-		Overrides: o,
-		Message:   r.h.message(),
+		sessionInfo: r.h.sessions().info(),
+		Overrides:   o,
+		Message:     r.h.message(),
 	}
 	if p.rate.limits() {
 		info.Rate = p.rate
@@ -305,9 +316,16 @@ func (r control) patch(ctx context.Context, body []byte) (roomInfo, error) {
 				return roomInfo{}, err
 			}
 			o.Message = m
+		case "session_ttl", "queue_ttl", "away_ttl", "session_max":
+			if err := o.patchSession(name, raw); err != nil {
+				return roomInfo{}, err
+			}
 		default:
-			return roomInfo{}, inputErrorf("unknown field %q (the fields are: capacity, rate, mode, message)", name)
+			return roomInfo{}, inputErrorf("unknown field %q (the fields are: capacity, rate, mode, message, session_ttl, queue_ttl, away_ttl, session_max)", name)
 		}
+	}
+	if err := r.h.checkSessions(&o); err != nil {
+		return roomInfo{}, err
 	}
 	var doc []byte
 	if o != (overrides{}) {

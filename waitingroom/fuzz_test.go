@@ -65,6 +65,8 @@ func FuzzRoomPatch(f *testing.F) {
 	for _, s := range []string{
 		`{"capacity": 20}`, `{"capacity": null}`, `{}`, `{"capacity": 0}`, `{"capacity": "5"}`,
 		`{"capacity": 1.5}`, `{"colour": 1}`, `[]`, `null`, `{"capacity": 3} {}`, ``,
+		`{"session_max": "20m"}`, `{"session_max": "off"}`, `{"session_max": null}`, `{"session_max": "0"}`,
+		`{"queue_ttl": "2m", "away_ttl": "0"}`, `{"away_ttl": "1s"}`, `{"session_ttl": 5}`, `{"queue_ttl": "99999h"}`,
 	} {
 		f.Add([]byte(s))
 	}

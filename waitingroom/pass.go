@@ -119,17 +119,19 @@ func (h *Handler) invitedOut(r *http.Request, tok token.Token, p policy) bool {
 	return true
 }
 
-// serveQueuedPass answers a waiter whose pass did not hold: as serveQueued, saying so
-// in JSON.
-func (h *Handler) serveQueuedPass(w http.ResponseWriter, r *http.Request, id queue.VisitorID, st queue.Status, p policy, check passCheck) error {
-	if check != passInvalid {
+// serveJoined answers a visitor just queued as serveQueued does, saying in JSON
+// that the pass it presented did not hold, or why a visitor let in before is queued
+// anew (reason: see sessionmax.go). A WebSocket has no answer to say either in: the
+// page that opens one was told already.
+func (h *Handler) serveJoined(w http.ResponseWriter, r *http.Request, id queue.VisitorID, st queue.Status, p policy, check passCheck, reason string) error {
+	if check != passInvalid && reason == "" || push.IsWaitingSocket(r) {
 		return h.serveQueued(w, r, id, st, p)
 	}
-	if push.IsWaitingSocket(r) {
-		return h.serveSocket(w, r, id, st)
-	}
 	v := h.statusView(st, p)
-	v.Pass = "invalid"
+	if check == passInvalid {
+		v.Pass = "invalid"
+	}
+	v.Reason = reason
 	return h.respond(w, r, h.StatusCode, v)
 }
 

@@ -132,10 +132,13 @@ type policy struct {
 	event    *Event // the event in progress or in its pre-queue
 	prequeue bool   // before event.Start: everyone queues
 	startsIn time.Duration
+	// sessionMax ends a session this long after admission (0: off); here, so the
+	// admitted hot path reads it with the overrides it loads anyway.
+	sessionMax time.Duration
 }
 
 func (h *Handler) policyAt(now time.Time) policy {
-	p := policy{capacity: h.Capacity, rate: h.Rate, mode: h.Mode}
+	p := policy{capacity: h.Capacity, rate: h.Rate, mode: h.Mode, sessionMax: time.Duration(h.SessionMax)}
 	if p.mode == "" {
 		p.mode = queue.ModeFIFO
 	}
@@ -168,6 +171,9 @@ func (h *Handler) policyAt(now time.Time) policy {
 		if o.Rate != nil {
 			p.rate = o.Rate
 		}
+		if o.SessionMax != nil {
+			p.sessionMax = time.Duration(*o.SessionMax)
+		}
 		if o.Mode != nil {
 			// The operator's lever wins over a pre-queue too (say, suspending the room).
 			p.mode, p.prequeue = *o.Mode, false
@@ -182,11 +188,13 @@ func (p policy) holds() bool { return p.prequeue || p.mode == queue.ModeQueueAll
 
 // limits are the store-facing settings for this policy.
 func (h *Handler) limitsFor(p policy) queue.Limits {
+	ss := h.sessions()
 	lim := queue.Limits{
 		Capacity:   p.capacity,
-		SessionTTL: time.Duration(h.SessionTTL),
-		QueueTTL:   time.Duration(h.QueueTTL),
-		AwayTTL:    h.awayTTL(),
+		SessionTTL: ss.sessionTTL,
+		QueueTTL:   ss.queueTTL,
+		AwayTTL:    ss.awayTTL,
+		SessionMax: p.sessionMax,
 	}
 	if p.rate.limits() {
 		lim.Rate, lim.RatePer = p.rate.Count, time.Duration(p.rate.Per)
@@ -229,9 +237,4 @@ func (rm *room) drawLots(ctx context.Context, p policy) {
 }
 
 // awayTTL is how long a quiet waiter keeps the place (0: lost at queue_ttl).
-func (h *Handler) awayTTL() time.Duration {
-	if h.AwayTTL == nil {
-		return 0
-	}
-	return time.Duration(*h.AwayTTL)
-}
+func (h *Handler) awayTTL() time.Duration { return h.sessions().awayTTL }

@@ -72,7 +72,7 @@ func ceilSeconds(d time.Duration) int { return int((d + time.Second - 1) / time.
 // refreshSeconds is how often a page without WebSocket polls (and the no-JS page
 // reloads): often enough to keep the place alive well within queue_ttl.
 func (h *Handler) refreshSeconds() int {
-	d := time.Duration(h.QueueTTL) / 12
+	d := h.queueTTL() / 12
 	return int(min(max(d, 2*time.Second), 10*time.Second) / time.Second)
 }
 

@@ -70,7 +70,7 @@ func newRoom(h *Handler, secrets [][]byte, m *roomMetrics) *room {
 	if secrets != nil {
 		rm.keys.Store(token.NewKeyring(h.Name, secrets))
 	}
-	rm.hub = push.New(rm, rm.store, min(time.Duration(h.QueueTTL)/3, 10*time.Second))
+	rm.hub = push.New(rm, rm.store, heartbeatEvery(time.Duration(h.QueueTTL)))
 	return rm
 }
 
@@ -209,6 +209,7 @@ func (rm *room) loadOverrides(ctx context.Context) error {
 		}
 	}
 	rm.overrides.Store(o)
+	rm.hub.SetHeartbeatEvery(heartbeatEvery(rm.h.queueTTL())) // a PATCHed queue_ttl
 	return nil
 }
 
@@ -225,7 +226,7 @@ func (rm *room) forgetTouched(id queue.VisitorID) { rm.touched.Forget(id) }
 // pruneTouched drops cache entries of visitors whose sessions must have lapsed, so
 // the cache holds about the admitted visitors and no more.
 func (rm *room) pruneTouched() {
-	rm.touched.Prune(rm.h.clock.Now().Add(-time.Duration(rm.h.SessionTTL)).UnixNano())
+	rm.touched.Prune(rm.h.clock.Now().Add(-rm.h.sessionTTL()).UnixNano())
 }
 
 // storeError logs a store failure, at most once per storeErrorLogEvery, with how many

@@ -32,10 +32,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 
 	invited := false // the cookie holds a pass (the visitor may be new again: see joinNew)
+	reason := ""     // why a known visitor is new again (sessionmax.go)
 	if tok, ok := keys.Open(h.Cookie.Value(r), now); ok {
 		invited = tok.Pass
 		switch tok.State {
 		case queue.Admitted:
+			if sessionOver(p, tok.Since, now) {
+				h.endSession(r, tok.ID)
+				reason = reasonSessionMax
+				break
+			}
 			if rm.touchedRecently(tok.ID, now) {
 				v.admitted(tok.ID, tok.Waited)
 				return h.passAdmitted(w, r, next, tok.ID)
@@ -55,6 +61,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				return h.passAdmitted(w, r, next, tok.ID)
 			}
 			// Session lapsed, revoked or removed: a new visitor, at the back.
+			if h.sessionMaxLapsed(p, tok.Since, now) {
+				reason = reasonSessionMax
+			}
 		case queue.Queued:
 			st, err := rm.store.Status(r.Context(), tok.ID, now)
 			if err != nil {
@@ -119,14 +128,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	h.holdPlace(w, r, keys, id, now, now, invited || check == passValid)
 	v.queued(id, st.Position)
-	return h.serveQueuedPass(w, r, id, st, p, check)
+	return h.serveJoined(w, r, id, st, p, check, reason)
 }
 
 // admit gives tok's visitor a fresh admitted cookie (admitted at tok.Since, having
 // waited tok.Waited, with or without a pass) and records that its session was just
 // confirmed with the store.
 func (h *Handler) admit(w http.ResponseWriter, r *http.Request, keys *token.Keyring, tok token.Token, now time.Time) {
-	tok.State, tok.Expires = queue.Admitted, now.Add(time.Duration(h.SessionTTL))
+	tok.State, tok.Expires = queue.Admitted, now.Add(h.sessionTTL())
 	var sealed [token.Text]byte
 	h.Cookie.Set(w, r, keys.AppendSealed(sealed[:0], tok), tok.Expires)
 	h.room.markTouched(tok.ID, now)

@@ -60,6 +60,12 @@ type Handler struct {
 	// request. Default: 5m.
 	SessionTTL caddy.Duration `json:"session_ttl,omitempty"`
 
+	// SessionMax, when set, ends an admitted visitor's session this long after
+	// admission however active the visitor is (a fixed shopping time). Their next
+	// request makes them a new visitor, told that their time ran out; the slot frees at
+	// SessionMax even if that request never comes. Default: off.
+	SessionMax caddy.Duration `json:"session_max,omitempty"`
+
 	// QueueTTL is how long a waiter counts as present without being heard from (page
 	// load, poll or WebSocket). After that the waiter is away: the place is kept (see
 	// AwayTTL) but counted nowhere and never admitted. Default: 1m.
@@ -274,6 +280,9 @@ func (h *Handler) Validate() error {
 	}
 	if h.SessionTTL < 0 {
 		return fmt.Errorf("session_ttl must not be negative, got %v", time.Duration(h.SessionTTL))
+	}
+	if h.SessionMax < 0 {
+		return fmt.Errorf("session_max must be greater than 0 (or absent: off), got %v", time.Duration(h.SessionMax))
 	}
 	if h.QueueTTL < 0 {
 		return fmt.Errorf("queue_ttl must not be negative, got %v", time.Duration(h.QueueTTL))

@@ -47,6 +47,7 @@ type Data struct {
 	Message         string            // the operator's message to the line, plain text ("" for none); print it as text
 	AwayTTLSeconds  int               // how long the place is kept for a waiter who goes quiet (a closed tab, a phone asleep); 0 when it is kept only while the page is open
 	Returned        bool              // this answer found the waiter away and brought them back to the place they kept
+	Reason          string            // why a visitor let in before is in line again: "session_max" (their time ran out), else ""
 	Nonce           string            // CSP nonce for the inline <script> and <style>
 	T               map[string]string // translated strings for Lang (from Messages)
 }

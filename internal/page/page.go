@@ -36,6 +36,7 @@ type layout struct {
 type frameKey struct {
 	room, lang, state, mode     string
 	message                     string // changes rarely (an operator's PATCH)
+	reason                      string
 	lottery, etaKnown, returned bool
 	capacity, refresh, awayTTL  int
 }
@@ -124,7 +125,7 @@ func (p *Page) frameFor(data *Data) *frame {
 	if p.layout.probe == nil || data.T != nil || !Supported(data.Lang) || !fits(data) {
 		return nil
 	}
-	key := frameKey{data.Room, data.Lang, data.State, data.Mode, data.Message, data.Lottery, data.ETAKnown, data.Returned,
+	key := frameKey{data.Room, data.Lang, data.State, data.Mode, data.Message, data.Reason, data.Lottery, data.ETAKnown, data.Returned,
 		data.Capacity, data.RefreshSeconds, data.AwayTTLSeconds}
 	if m := p.frames.Load(); m != nil {
 		if f, ok := (*m)[key]; ok {

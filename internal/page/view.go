@@ -27,6 +27,9 @@ type View struct {
 	// Pass is "invalid" when the visitor presented a pass that did not hold (used up,
 	// expired, forged, of another room); absent otherwise.
 	Pass string `json:"pass,omitempty"`
+	// Reason says why a visitor who had been let in is queued anew: "session_max"
+	// (their time ran out). Absent otherwise.
+	Reason string `json:"reason,omitempty"`
 
 	Prequeue bool `json:"-"` // for the page: the pre-queue's countdown
 	Lottery  bool `json:"-"` // for the page: the pre-queue ends in a draw
@@ -51,6 +54,7 @@ func (v *View) Data(lang, mode, nonce string) Data {
 		Message:        v.Message,
 		AwayTTLSeconds: v.AwayTTLSeconds,
 		Returned:       v.Returned,
+		Reason:         v.Reason,
 		Nonce:          nonce,
 	}
 	if v.ETASeconds != nil {

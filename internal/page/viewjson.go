@@ -49,6 +49,10 @@ func (v *View) AppendJSON(dst []byte) []byte {
 		dst = append(dst, `,"pass":`...)
 		dst = appendJSONString(dst, v.Pass)
 	}
+	if v.Reason != "" {
+		dst = append(dst, `,"reason":`...)
+		dst = appendJSONString(dst, v.Reason)
+	}
 	return append(dst, '}')
 }
 

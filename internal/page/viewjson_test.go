@@ -30,6 +30,9 @@ func TestViewJSONIsEncodingJSONs(t *testing.T) {
 		}
 		v.AwayTTLSeconds = num()
 		v.Returned = rng.IntN(2) == 0
+		if rng.IntN(2) == 0 {
+			v.Reason = "session_max"
+		}
 		want, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)

@@ -3,6 +3,7 @@ package push
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
@@ -17,7 +18,7 @@ import (
 type Hub struct {
 	room           Room
 	store          queue.Store
-	heartbeatEvery time.Duration
+	heartbeatEvery atomic.Int64 // nanoseconds; follows a changed queue_ttl (SetHeartbeatEvery)
 
 	// holder is store as a queue.Holder, or nil: then the hub hears of every waiter
 	// itself (see pushRound.heartbeat), else it holds them (hold.go).
@@ -57,7 +58,8 @@ type Room interface {
 // New returns the hub of room over store. A connected waiter is heard of (its place
 // kept alive in the store) at least every heartbeatEvery.
 func New(room Room, store queue.Store, heartbeatEvery time.Duration) *Hub {
-	hb := &Hub{room: room, store: store, heartbeatEvery: heartbeatEvery, waiters: make(map[queue.VisitorID]*waiterSockets)}
+	hb := &Hub{room: room, store: store, waiters: make(map[queue.VisitorID]*waiterSockets)}
+	hb.heartbeatEvery.Store(int64(heartbeatEvery))
 	hb.holder, _ = store.(queue.Holder)
 	return hb
 }
@@ -172,7 +174,8 @@ func (hb *Hub) Run(ctx context.Context) {
 			continue
 		}
 		fetching = true
-		go func() { fetched <- p.fetch(ctx, hb, now, hb.heartbeatEvery) }()
+		every := time.Duration(hb.heartbeatEvery.Load())
+		go func() { fetched <- p.fetch(ctx, hb, now, every) }()
 	}
 }
 
@@ -196,3 +199,10 @@ func (hb *Hub) retick(id queue.VisitorID, ticket uint64) {
 		hb.changed = true
 	}
 }
+
+// SetHeartbeatEvery changes how often connected waiters are heard of, from the next
+// round on (the room's queue_ttl was changed at run time).
+func (hb *Hub) SetHeartbeatEvery(d time.Duration) { hb.heartbeatEvery.Store(int64(d)) }
+
+// HeartbeatEvery is how often connected waiters are heard of now.
+func (hb *Hub) HeartbeatEvery() time.Duration { return time.Duration(hb.heartbeatEvery.Load()) }

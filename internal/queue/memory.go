@@ -17,6 +17,9 @@ type MemoryStore struct {
 	// active holds admitted visitors ordered by last-seen, oldest first, so expiry
 	// sweeps only look at the front.
 	active visitorList
+	// byAdmission holds the same visitors ordered by admission, oldest first, for
+	// Limits.SessionMax (memory_sessionmax.go).
+	byAdmission admissionList
 
 	// The queue: slots[i] holds the waiter with ticket base+i, present or away, nil
 	// once the place is gone. live counts the present waiters' slots, so a position is
@@ -56,7 +59,7 @@ type MemoryStore struct {
 }
 
 // memVisitor is one visitor: in the active list when admitted, in a slot and the heard
-// (or, away, the gone) list when queued. About 120 bytes per waiter with the map
+// (or, away, the gone) list when queued. About 130 bytes per waiter with the map
 // entry, slot and tree node.
 type memVisitor struct {
 	id         VisitorID
@@ -66,6 +69,7 @@ type memVisitor struct {
 	ticket     uint64
 	at         int64 // last seen (admitted) or last heard (queued), unix nanoseconds
 	prev, next *memVisitor
+	admission  admissionLink // admitted only: when, and the byAdmission list
 }
 
 func NewMemoryStore() *MemoryStore {
@@ -177,6 +181,7 @@ func (s *MemoryStore) Step(_ context.Context, now time.Time, lim Limits) (StepRe
 	for v := s.active.front; v != nil && v.at+int64(lim.SessionTTL) <= nanos; v = s.active.front {
 		s.removeLocked(v)
 	}
+	s.endSessionsLocked(nanos, lim)
 	res := StepResult{Abandoned: s.sweepSilentLocked(now, lim)}
 	budget := s.rateBudgetLocked(now, lim)
 	for !lim.Hold && s.active.len < lim.Capacity && s.waiting > 0 && budget != 0 {
@@ -297,7 +302,7 @@ func (s *MemoryStore) Reset(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.visitors)
-	s.active = visitorList{}
+	s.active, s.byAdmission = visitorList{}, admissionList{}
 	s.heard, s.gone = visitorList{}, visitorList{}
 	s.base = s.nextTicket
 	s.slots, s.live, s.head, s.waiting, s.away = s.slots[:0], s.live[:0], 0, 0, 0
@@ -388,6 +393,7 @@ func (s *MemoryStore) admitLocked(v *memVisitor, now time.Time, lim Limits) {
 	v.state = Admitted
 	v.at = now.UnixNano()
 	s.active.pushBack(v)
+	s.byAdmission.pushBack(v)
 	s.admittedTotal++
 	if lim.Rate > 0 && lim.RatePer > 0 {
 		s.recent = append(s.recent, v.at)
@@ -428,6 +434,7 @@ func (s *MemoryStore) removeLocked(v *memVisitor) {
 	switch v.state {
 	case Admitted:
 		s.active.remove(v)
+		s.byAdmission.remove(v)
 	case Queued:
 		s.dequeueLocked(v)
 	}

@@ -52,7 +52,8 @@ type Store interface {
 	// A freed slot is filled by the next Step.
 	Leave(ctx context.Context, id VisitorID) (bool, error)
 
-	// Step is the admission step: it drops admitted visitors not seen for SessionTTL,
+	// Step is the admission step: it drops admitted visitors not seen for SessionTTL
+	// (and, with Limits.SessionMax, those admitted longer ago than that),
 	// sends waiters not heard from for QueueTTL away and drops those not heard from for
 	// AwayTTL (see Limits.AwayTTL), then admits present waiters while slots are free and
 	// the rate budget lasts: from the head of the queue, or (Limits.Random) picked
@@ -114,6 +115,9 @@ type Limits struct {
 	Capacity int
 	// SessionTTL is how long an admitted visitor keeps the slot without a request.
 	SessionTTL time.Duration
+	// SessionMax, when above 0, is how long after admission a session ends however
+	// active the visitor is: Step drops the visitors admitted longer ago than that.
+	SessionMax time.Duration
 	// QueueTTL is how long a waiter counts as present without being heard from. After
 	// that the waiter is away: kept, but not counted in anyone's position nor in
 	// Waiting, never admitted, never holding up the line.

@@ -31,13 +31,13 @@ import (
 // ms). Returns {state, ticket, position, returned, active, waiting, counted}: counted 0
 // means the pass was used up and nothing was done.
 var passJoinScript = redis.NewScript(prelude + `
-local pass = KEYS[12]
+local pass = KEYS[#KEYS] -- after the room's keys
 local id, now = ARGV[1], tonumber(ARGV[2])
 local cap, sttl = tonumber(ARGV[3]), tonumber(ARGV[4])
 local rate_n, rate_per, hold, noqueue = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
 local uses, expires = tonumber(ARGV[9]), ARGV[10]
 
-redis.call('ZREMRANGEBYSCORE', active, '-inf', now - sttl)
+expire_idle(now - sttl)
 if redis.call('ZSCORE', active, id) then return {2, 0, 0, 0, redis.call('ZCARD', active), present_count(), 1} end
 local t = redis.call('ZSCORE', queue, id)
 if t then
@@ -66,7 +66,7 @@ end
 
 if lane_waiting == 0 and not hold and nactive < cap and rate_budget(now, rate_n, rate_per) ~= 0 then
   count_use()
-  redis.call('ZADD', active, now, id)
+  admit(id, now)
   redis.call('HINCRBY', meta, 'admitted_total', 1)
   rate_record(now, rate_n, rate_per, 1)
   return {2, 0, 0, 0, nactive + 1, present_count(), 1}

@@ -2,7 +2,7 @@ package redisstore
 
 import "github.com/redis/go-redis/v9"
 
-// A room lives in eleven keys that share one hash tag, so every script touches a single
+// A room lives in twelve keys that share one hash tag, so every script touches a single
 // Cluster slot:
 //
 //	queue          ZSET  visitor id -> ticket, present or away (the only per-waiter entry)
@@ -20,6 +20,9 @@ import "github.com/redis/go-redis/v9"
 //	holders        STRING 2 bytes per ticket: the instance (its slot, 1..65535) holding
 //	                     that waiter's WebSocket, 0 for none
 //	leases         HASH  instance slot -> its lease's last renewal, unix ms
+//	since          ZSET  visitor id -> admitted at, unix ms: the same members as
+//	                     active, so session_max ends sessions by admission (130 bytes
+//	                     per admitted visitor, 31 while under 128; nothing per waiter)
 //
 // base and epoch restart whenever a ticket is issued into an empty queue (no waiter
 // present or away), so the bitmaps and heard only span the tickets of the current busy
@@ -50,11 +53,33 @@ import "github.com/redis/go-redis/v9"
 const prelude = deadlineCheck + `
 local queue, active, meta, live, heard, buckets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local rate, held, gone = KEYS[7], KEYS[8], KEYS[9]
-local holders, leases = KEYS[10], KEYS[11]
+local holders, leases, since = KEYS[10], KEYS[11], KEYS[12]
 local BUCKET = 256
 -- A busy period's first PASS_LANE offsets are the pass lane (pass.go): its tickets are
 -- below every ordinary one, so every bitmap count puts pass holders first.
 local PASS_LANE = 16384
+
+-- Ends the sessions in ids (an array, from a range of active or since) in both sets.
+-- unpack takes a few thousand values at most, so the ids go in chunks.
+local function end_sessions(ids)
+  for i = 1, #ids, 1000 do
+    local chunk = {unpack(ids, i, math.min(i + 999, #ids))}
+    redis.call('ZREM', active, unpack(chunk))
+    redis.call('ZREM', since, unpack(chunk))
+  end
+  return #ids
+end
+
+-- Ends the sessions not seen since cutoff (session_ttl), and returns how many.
+local function expire_idle(cutoff)
+  return end_sessions(redis.call('ZRANGEBYSCORE', active, '-inf', cutoff))
+end
+
+-- Admits id at now: a slot in active, and its admission time for session_max.
+local function admit(id, now)
+  redis.call('ZADD', active, now, id)
+  redis.call('ZADD', since, now, id)
+end
 
 -- How many more admissions the rate allows at now (-1: no rate limit). It forgets the
 -- admissions that left the window: a sliding window, exact at any instant.
@@ -168,7 +193,7 @@ local first, bits, times, entries, lowest = nil, {}, {}, {}, {}
 
 local function sweep_active(now)
   if swept and now <= swept then return end
-  local gone = redis.call('ZREMRANGEBYSCORE', active, '-inf', now - sttl)
+  local gone = expire_idle(now - sttl)
   if nactive then nactive = nactive - gone end
   swept = now
 end
@@ -201,7 +226,7 @@ local function join(id, now)
   if waiting == 0 and not hold then
     sweep_active(now)
     if active_count() < cap and rate_budget(now, rate_n, rate_per) ~= 0 then
-      redis.call('ZADD', active, now, id)
+      admit(id, now)
       nactive = nactive + 1
       redis.call('HINCRBY', meta, 'admitted_total', 1)
       rate_record(now, rate_n, rate_per, 1)
@@ -335,7 +360,10 @@ return 0
 
 // leaveScript: ARGV id. Returns 1 when the visitor was admitted or queued.
 var leaveScript = redis.NewScript(prelude + `
-if redis.call('ZREM', active, ARGV[1]) == 1 then return 1 end
+if redis.call('ZREM', active, ARGV[1]) == 1 then
+  redis.call('ZREM', since, ARGV[1])
+  return 1
+end
 local t = redis.call('ZSCORE', queue, ARGV[1])
 if not t then return 0 end
 local base = epoch_of()
@@ -345,7 +373,7 @@ return 1
 
 // stepScript: ARGV now, capacity, session TTL, queue TTL (ms), channel, buckets to
 // sweep at most, forced admissions, rate count, rate window (ms), random seed (0: from
-// the head), hold (1: admit nobody), away TTL (ms). Returns {places dropped, admitted
+// the head), hold (1: admit nobody), away TTL (ms), session max (ms, 0: off). Returns {places dropped, admitted
 // ids in admission order...} and publishes the ids. With forced > 0 (the admin's
 // "admit n") it admits up to that many from the head regardless of capacity, rate and
 // hold; they still count against the rate window.
@@ -353,9 +381,10 @@ var stepScript = redis.NewScript(prelude + `
 local now, cap, sttl, qttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local channel, max_sweep, forced = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
 local rate_n, rate_per, seed, hold = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), ARGV[11] == '1'
-local keep = math.max(tonumber(ARGV[12]), qttl)
+local keep, smax = math.max(tonumber(ARGV[12]), qttl), tonumber(ARGV[13] or 0)
 
-redis.call('ZREMRANGEBYSCORE', active, '-inf', now - sttl)
+expire_idle(now - sttl)
+if smax > 0 then end_sessions(redis.call('ZRANGEBYSCORE', since, '-inf', now - smax)) end
 local base, epoch = epoch_of()
 if not base or redis.call('ZCARD', queue) == 0 then return {0} end
 local dropped, away_delta = 0, 0
@@ -508,7 +537,7 @@ local function take(t)
   redis.call('SETBIT', held, t - base, 0)
   if not id then return end -- a bit without its waiter: cleared, not admitted
   redis.call('ZREM', queue, id)
-  redis.call('ZADD', active, now, id)
+  admit(id, now)
   admitted[#admitted + 1] = id
   free = free - 1
 end
@@ -628,7 +657,7 @@ return n
 // resetScript empties the queue and the active set; the ticket counter and
 // admitted_total carry on.
 var resetScript = redis.NewScript(prelude + `
-redis.call('DEL', queue, active, live, held, heard, buckets, gone, holders)
+redis.call('DEL', queue, active, since, live, held, heard, buckets, gone, holders)
 redis.call('HDEL', meta, 'base', 'epoch', 'away', 'lane', 'lane_next')
 return 0
 `)

@@ -50,6 +50,7 @@ func newRoomStore(shared *sharedClient, prefix, room string, timeout time.Durati
 			base + "queue", base + "active", base + "meta",
 			base + "live", base + "heard", base + "heard_buckets", base + "rate",
 			base + "held", base + "away_buckets", base + "holders", base + "leases",
+			base + "since",
 		},
 		channel:   base + "admitted",
 		secret:    base + "secret",
@@ -223,7 +224,8 @@ func (s *roomStore) step(ctx context.Context, now time.Time, lim queue.Limits, f
 	}
 	res, err := s.run(ctx, stepScript, now.UnixMilli(), lim.Capacity,
 		lim.SessionTTL.Milliseconds(), lim.QueueTTL.Milliseconds(), s.channel, sweepBuckets, forced,
-		lim.Rate, lim.RatePer.Milliseconds(), seed, flag(lim.Hold), lim.AwayTTL.Milliseconds()).Slice()
+		lim.Rate, lim.RatePer.Milliseconds(), seed, flag(lim.Hold), lim.AwayTTL.Milliseconds(),
+		lim.SessionMax.Milliseconds()).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return queue.StepResult{}, fmt.Errorf("admission step: %w", err)
 	}

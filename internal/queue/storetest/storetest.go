@@ -32,6 +32,8 @@ func Run(t *testing.T, open Open) {
 		{"Status", testStatus},
 		{"Touch", testTouch},
 		{"SessionExpiryFreesSlot", testSessionExpiryFreesSlot},
+		{"SessionMaxFreesSlot", testSessionMaxFreesSlot},
+		{"SessionMaxOff", testSessionMaxOff},
 		{"WaiterLiveness", testWaiterLiveness},
 		{"LivenessAcrossLongQueue", testLivenessAcrossLongQueue},
 		{"DeadHeadIsSkipped", testDeadHeadIsSkipped},
