@@ -43,6 +43,8 @@ type MemoryStore struct {
 	recent []int64
 	// shuffled holds the keys of the lotteries already drawn (see Shuffle).
 	shuffled map[string]bool
+	// once is the once-only check's keys (memory_once.go), under its own lock.
+	once onceKeys
 
 	subsMu  sync.Mutex
 	subs    map[int]func([]VisitorID)

@@ -65,6 +65,8 @@ func Run(t *testing.T, open Open) {
 		{"ShuffleKeepsAway", testShuffleKeepsAway},
 		{"AwayMatchesModel", testAwayMatchesModel},
 		{"AwayAcrossLongQueue", testAwayAcrossLongQueue},
+		{"OnceAcceptsEachKeyOnce", testOnceAcceptsEachKeyOnce},
+		{"OnceUnderConcurrency", testOnceUnderConcurrency},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
