@@ -57,6 +57,8 @@ type overrides struct {
 	Mode *string `json:"mode,omitempty"`
 	// Message replaces the configured message to the line; "" shows none.
 	Message *string `json:"message,omitempty"`
+	// ProofOfWork replaces the configured proof_of_work difficulty; 0 turns it off.
+	ProofOfWork *int `json:"proof_of_work,omitempty"`
 }
 
 // settings are the values a room is configured with.
@@ -68,6 +70,8 @@ type settings struct {
 	QueueTTL   string `json:"queue_ttl"`
 	AwayTTL    string `json:"away_ttl"`
 	Message    string `json:"message"`
+	// ProofOfWork is the configured difficulty, 0 when off.
+	ProofOfWork int `json:"proof_of_work"`
 }
 
 // eventInfo is the scheduled event in progress or in its pre-queue.
@@ -145,6 +149,7 @@ func (r control) info(ctx context.Context) (roomInfo, error) {
 			QueueTTL:   time.Duration(r.h.QueueTTL).String(),
 			AwayTTL:    r.h.awayTTL().String(),
 			Message:    r.h.Message,
+			ProofOfWork: r.h.ProofOfWork,
 		},
 		Overrides: o,
 		Message:   r.h.message(),
@@ -302,8 +307,14 @@ func (r control) patch(ctx context.Context, body []byte) (roomInfo, error) {
 				return roomInfo{}, err
 			}
 			o.Message = m
+		case "proof_of_work":
+			bits, err := patchProofOfWork(raw)
+			if err != nil {
+				return roomInfo{}, err
+			}
+			o.ProofOfWork = bits
 		default:
-			return roomInfo{}, inputErrorf("unknown field %q (the fields are: capacity, rate, mode, message)", name)
+			return roomInfo{}, inputErrorf("unknown field %q (the fields are: capacity, rate, mode, message, proof_of_work)", name)
 		}
 	}
 	var doc []byte
