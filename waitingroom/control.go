@@ -113,6 +113,8 @@ type roomInfo struct {
 	// NextEvent is the next scheduled event whose queue has not opened yet, with
 	// Phase "scheduled" and StartsInSeconds counting down to its start; null if none.
 	NextEvent *eventInfo `json:"next_event"`
+	// ProofOfWork is the difficulty a new visitor's proof must meet now, 0 when off.
+	ProofOfWork int `json:"proof_of_work"`
 }
 
 // Info reads the room's state from the store (fresh, not the tick's cached copy).
@@ -149,7 +151,6 @@ func (r control) info(ctx context.Context) (roomInfo, error) {
 			QueueTTL:   time.Duration(r.h.QueueTTL).String(),
 			AwayTTL:    r.h.awayTTL().String(),
 			Message:    r.h.Message,
-			ProofOfWork: r.h.ProofOfWork,
 		},
 		Overrides: o,
 		Message:   r.h.message(),
@@ -166,6 +167,8 @@ func (r control) info(ctx context.Context) (roomInfo, error) {
 		}
 	}
 	info.NextEvent = nextEvent(r.h.Events, now)
+	info.ProofOfWork = r.h.difficulty()
+	info.Configured.ProofOfWork = r.h.ProofOfWork
 	if rate, ok := r.h.room.est.Rate(); ok {
 		perMinute := rate * 60
 		info.AdmissionsPerMinute = &perMinute

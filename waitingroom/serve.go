@@ -23,6 +23,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if p.mode == queue.ModeSuspended {
 		return next.ServeHTTP(w, r) // the room is off: no cookie, nothing counted
 	}
+	proof := takeProof(r) // proof.go: a proof never goes upstream, whoever sends it
 	keys := rm.keys.Load()
 	if keys == nil {
 		// No secret yet: the store has been down since start. Nobody can be verified.
@@ -79,6 +80,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		}
 	}
 
+	done, clean, err := h.challenge(w, r, keys, now, v, next, proof) // proof.go
+	if done {
+		return err
+	}
 	if cap := h.PerIP; cap != nil && cap.MaxJoins > 0 &&
 		!rm.ips.allowJoin(clientAddr(r), now, cap.MaxJoins, time.Duration(cap.JoinWindow)) {
 		v.decided(visitRejected)
@@ -103,6 +108,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		rm.metrics.admitted.Inc()
 		h.admit(w, r, keys, id, now, now)
 		v.admitted(id, 0)
+		if clean {
+			return h.seeClean(w, r)
+		}
 		return h.passAdmitted(w, r, next, id)
 	}
 	rm.metrics.queued.Inc()
@@ -111,6 +119,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	h.holdPlace(w, r, keys, id, now, now)
 	v.queued(id, st.Position)
+	if clean {
+		return h.seeClean(w, r)
+	}
 	return h.serveQueued(w, r, id, st, p)
 }
 
