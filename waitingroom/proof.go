@@ -165,16 +165,18 @@ func withoutProof(query string) string {
 		return query
 	}
 	var b strings.Builder
-	for query != "" {
+	wrote := false
+	for more := true; more; {
 		var part string
-		part, query, _ = strings.Cut(query, "&")
+		part, query, more = strings.Cut(query, "&")
 		if key, _, _ := strings.Cut(part, "="); key == proofParam {
 			continue
 		}
-		if b.Len() > 0 {
+		if wrote {
 			b.WriteByte('&')
 		}
 		b.WriteString(part)
+		wrote = true
 	}
 	return b.String()
 }
