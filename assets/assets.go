@@ -6,7 +6,8 @@ package assets
 
 import "embed"
 
-// Files are the embedded files: waiting.html, dashboard.html and i18n/<lang>.json.
+// Files are the embedded files: waiting.html, challenge.html (the proof-of-work
+// page), dashboard.html and i18n/<lang>.json.
 //
-//go:embed waiting.html dashboard.html i18n/*.json
+//go:embed waiting.html challenge.html dashboard.html i18n/*.json
 var Files embed.FS

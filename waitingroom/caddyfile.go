@@ -50,6 +50,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		template    <file>
 //		lang        <tag>
 //		message     <text>
+//		proof_of_work <bits>
 //		max_joins_per_ip       <n> [<window>]
 //		max_connections_per_ip <n>
 //		cookie {
@@ -150,6 +151,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 					err = d.Err(why.Error())
 				}
 			}
+		case "proof_of_work":
+			h.ProofOfWork, err = parseProofOfWork(d)
 		case "cookie":
 			h.Cookie, err = parseCookie(d)
 		case "store":

@@ -66,6 +66,8 @@ type overrides struct {
 	QueueTTL   *period `json:"queue_ttl,omitempty"`
 	AwayTTL    *period `json:"away_ttl,omitempty"`
 	SessionMax *period `json:"session_max,omitempty"`
+	// ProofOfWork replaces the configured proof_of_work difficulty; 0 turns it off.
+	ProofOfWork *int `json:"proof_of_work,omitempty"`
 }
 
 // settings are the values a room is configured with.
@@ -78,6 +80,8 @@ type settings struct {
 	AwayTTL    string `json:"away_ttl"`
 	SessionMax string `json:"session_max"` // "" while off
 	Message    string `json:"message"`
+	// ProofOfWork is the configured difficulty, 0 when off.
+	ProofOfWork int `json:"proof_of_work"`
 }
 
 // eventInfo is the scheduled event in progress or in its pre-queue.
@@ -121,6 +125,8 @@ type roomInfo struct {
 	// NextEvent is the next scheduled event whose queue has not opened yet, with
 	// Phase "scheduled" and StartsInSeconds counting down to its start; null if none.
 	NextEvent *eventInfo `json:"next_event"`
+	// ProofOfWork is the difficulty a new visitor's proof must meet now, 0 when off.
+	ProofOfWork int `json:"proof_of_work"`
 }
 
 // Info reads the room's state from the store (fresh, not the tick's cached copy).
@@ -175,6 +181,8 @@ func (r control) info(ctx context.Context) (roomInfo, error) {
 		}
 	}
 	info.NextEvent = nextEvent(r.h.Events, now)
+	info.ProofOfWork = r.h.difficulty()
+	info.Configured.ProofOfWork = r.h.ProofOfWork
 	if rate, ok := r.h.room.est.Rate(); ok {
 		perMinute := rate * 60
 		info.AdmissionsPerMinute = &perMinute
@@ -320,8 +328,14 @@ func (r control) patch(ctx context.Context, body []byte) (roomInfo, error) {
 			if err := o.patchSession(name, raw); err != nil {
 				return roomInfo{}, err
 			}
+		case "proof_of_work":
+			bits, err := patchProofOfWork(raw)
+			if err != nil {
+				return roomInfo{}, err
+			}
+			o.ProofOfWork = bits
 		default:
-			return roomInfo{}, inputErrorf("unknown field %q (the fields are: capacity, rate, mode, message, session_ttl, queue_ttl, away_ttl, session_max)", name)
+			return roomInfo{}, inputErrorf("unknown field %q (the fields are: capacity, rate, mode, message, session_ttl, queue_ttl, away_ttl, session_max, proof_of_work)", name)
 		}
 	}
 	if err := r.h.checkSessions(&o); err != nil {

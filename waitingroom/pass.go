@@ -3,7 +3,6 @@ package waitingroom
 import (
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
@@ -22,9 +21,7 @@ const (
 const maxPassText = 256
 
 // takePass returns the pass the request presents, if any, and removes it from the
-// request, so the upstream never sees it: the header, and the query parameter (from
-// the URL and RequestURI both). It costs an admitted request without one a substring
-// search of the query.
+// request, so the upstream never sees it: the header, and the query parameter.
 func takePass(r *http.Request) string {
 	var pass string
 	if vs, ok := r.Header[passHeader]; ok {
@@ -33,42 +30,10 @@ func takePass(r *http.Request) string {
 		}
 		delete(r.Header, passHeader)
 	}
-	if !strings.Contains(r.URL.RawQuery, passParam) {
-		return pass
-	}
-	raw, value, found := withoutParam(r.URL.RawQuery, passParam)
-	if !found {
-		return pass
-	}
-	r.URL.RawQuery = raw
-	if path, _, ok := strings.Cut(r.RequestURI, "?"); ok {
-		r.RequestURI = path
-		if raw != "" {
-			r.RequestURI += "?" + raw
-		}
-	}
-	if pass == "" {
-		pass = value
+	if raw, found := takeParam(r, passParam); found && pass == "" {
+		pass, _ = url.QueryUnescape(raw)
 	}
 	return pass
-}
-
-// withoutParam removes every name=value pair named name from a raw query, keeping
-// the others byte for byte, and returns the first value (unescaped).
-func withoutParam(raw, name string) (rest, value string, found bool) {
-	var kept []string
-	for part := range strings.SplitSeq(raw, "&") {
-		k, v, _ := strings.Cut(part, "=")
-		if k != name {
-			kept = append(kept, part)
-			continue
-		}
-		if !found {
-			value, _ = url.QueryUnescape(v)
-			found = true
-		}
-	}
-	return strings.Join(kept, "&"), value, found
 }
 
 // passCheck is what became of a presented pass.
@@ -78,13 +43,19 @@ const (
 	passNone    passCheck = iota // none presented
 	passValid                    // valid, and a use was counted
 	passInvalid                  // used up, expired, forged, of another room or oversized
+	// passSpent: a valid pass, all its uses spent, which stood for the proof of work
+	// (passOpens): its holder is challenged now, as any new visitor without a proof.
+	passSpent
 )
 
 // joinNew joins a new visitor, with the pass it presented if any. A pass that does
 // not hold makes an ordinary new visitor (in invite_only mode: one turned away, unless
 // invited: its cookie held a pass, and the place or session it had is gone, so it
 // joins the back of the line without using a pass again).
-func (h *Handler) joinNew(r *http.Request, keys *token.Keyring, id queue.VisitorID, text string, invited bool, now time.Time, p policy) (queue.Status, passCheck, error) {
+//
+// unproven says the visitor skipped the proof of work on the strength of its pass
+// alone (see challenge): if the pass turns out spent, nothing is joined (passSpent).
+func (h *Handler) joinNew(r *http.Request, keys *token.Keyring, id queue.VisitorID, text string, invited, unproven bool, now time.Time, p policy) (queue.Status, passCheck, error) {
 	lim := h.limitsFor(p)
 	check := passNone
 	if text != "" && p.mode != queue.ModePassthrough {
@@ -98,11 +69,40 @@ func (h *Handler) joinNew(r *http.Request, keys *token.Keyring, id queue.Visitor
 			}
 		}
 	}
+	if check == passInvalid && unproven {
+		return queue.Status{}, passSpent, nil
+	}
 	if p.mode == queue.ModeInviteOnly && !invited {
 		return queue.Status{State: queue.Rejected}, check, nil
 	}
 	st, err := h.room.store.Join(r.Context(), id, now, lim)
 	return st, check, err
+}
+
+// passOpens reports whether text is a valid pass of the room (signed, not expired),
+// whether or not it has uses left: the cost of a signature check, no store call.
+func passOpens(keys *token.Keyring, text string, now time.Time) bool {
+	if text == "" || len(text) > maxPassText {
+		return false
+	}
+	_, ok := keys.OpenPass(text, now)
+	return ok
+}
+
+// rejoinInvited reports whether a visitor whose cookie holds a pass, and who is new
+// again (the place or the session it had is gone), may join as invited without using
+// a pass: once per cookie, fleet-wide, so that copies of one invited cookie do not
+// each make a place in an invite-only room (or each skip the proof of work).
+func (h *Handler) rejoinInvited(r *http.Request, tok token.Token) bool {
+	if !tok.Pass {
+		return false
+	}
+	first, err := h.room.store.Once(r.Context(), "rejoin:"+tok.ID.String(), tok.Expires)
+	if err != nil {
+		h.room.storeError("once", err)
+		return false
+	}
+	return first
 }
 
 // invitedOut reports whether a visitor with tok may not go on under p: in invite_only

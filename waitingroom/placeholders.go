@@ -20,6 +20,7 @@ const (
 	visitQueued      = "queued"
 	visitRejected    = "rejected"
 	visitUnavailable = "unavailable"
+	visitChallenge   = "challenge" // a new visitor without a valid proof of work (proof.go)
 )
 
 // visit is what the room decided about one request. Its placeholders are given to the

@@ -24,6 +24,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if p.mode == queue.ModeSuspended {
 		return next.ServeHTTP(w, r) // the room is off: no cookie, nothing counted
 	}
+	proof := takeProof(r) // proof.go: a proof never goes upstream, whoever sends it
 	keys := rm.keys.Load()
 	if keys == nil {
 		// No secret yet: the store has been down since start. Nobody can be verified.
@@ -31,10 +32,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return h.degraded(w, r, next)
 	}
 
-	invited := false // the cookie holds a pass (the visitor may be new again: see joinNew)
-	reason := ""     // why a known visitor is new again (sessionmax.go)
+	var invitedBy token.Token // the cookie, when it holds a pass (see rejoinInvited)
+	reason := ""              // why a known visitor is new again (sessionmax.go)
 	if tok, ok := keys.Open(h.Cookie.Value(r), now); ok {
-		invited = tok.Pass
+		if tok.Pass {
+			invitedBy = tok
+		}
 		switch tok.State {
 		case queue.Admitted:
 			if sessionOver(p, tok.Since, now) {
@@ -96,6 +99,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		}
 	}
 
+	invited := h.rejoinInvited(r, invitedBy) // pass.go
+	passed := !invited && h.difficulty() > 0 && passOpens(keys, passText, now)
+	done, clean, err := h.challenge(w, r, keys, now, v, next, proof, invited || passed) // proof.go
+	if done {
+		return err
+	}
 	if cap := h.PerIP; cap != nil && cap.MaxJoins > 0 &&
 		!rm.ips.allowJoin(clientAddr(r), now, cap.MaxJoins, time.Duration(cap.JoinWindow)) {
 		v.decided(visitRejected)
@@ -103,11 +112,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	id := queue.NewVisitorID()
 	rm.drawLots(r.Context(), p) // an event's lottery comes before its first new arrival
-	st, check, err := h.joinNew(r, keys, id, passText, invited, now, p)
+	st, check, err := h.joinNew(r, keys, id, passText, invited, passed, now, p)
 	if err != nil {
 		rm.storeError("join", err)
 		v.decided(visitUnavailable)
 		return h.degraded(w, r, next)
+	}
+	if check == passSpent {
+		v.decided(visitChallenge)
+		return h.serveChallenge(w, r, keys, h.difficulty(), now)
 	}
 	if st.State == queue.Rejected {
 		if c := h.logger.Check(zap.DebugLevel, "visitor turned away"); c != nil {
@@ -120,6 +133,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		rm.metrics.admitted.Inc()
 		h.admit(w, r, keys, token.Token{ID: id, Since: now, Pass: invited || check == passValid}, now)
 		v.admitted(id, 0)
+		if clean {
+			return h.seeClean(w, r)
+		}
 		return h.passAdmitted(w, r, next, id)
 	}
 	rm.metrics.queued.Inc()
@@ -128,6 +144,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	h.holdPlace(w, r, keys, id, now, now, invited || check == passValid)
 	v.queued(id, st.Position)
+	if clean {
+		return h.seeClean(w, r)
+	}
 	return h.serveJoined(w, r, id, st, p, check, reason)
 }
 

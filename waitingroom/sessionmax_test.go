@@ -52,8 +52,11 @@ func TestSessionMaxRequeuesAtTheBack(t *testing.T) {
 	if in {
 		t.Fatal("a visitor past session_max got through")
 	}
-	if v.Reason != reasonSessionMax || v.Position != 2 {
-		t.Fatalf("past session_max: reason %q position %d, want %q at position 2 (behind the waiter)", v.Reason, v.Position, reasonSessionMax)
+	// Behind the waiter: at 2, or at 1 when the room's loop, kicked by the freed slot,
+	// has admitted the waiter before this visitor's join (the next checks hold the
+	// waiter to that slot either way).
+	if v.Reason != reasonSessionMax || v.Position < 1 || v.Position > 2 {
+		t.Fatalf("past session_max: reason %q position %d, want %q at position 2 (behind the waiter) or 1", v.Reason, v.Position, reasonSessionMax)
 	}
 	if tr.tokenOf(requeued).ID == tr.tokenOf(shopper).ID {
 		t.Fatal("the requeued visitor kept the old visitor id")

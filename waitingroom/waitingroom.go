@@ -122,6 +122,12 @@ type Handler struct {
 	// can replace it at run time. Default: none.
 	Message string `json:"message,omitempty"`
 
+	// ProofOfWork is the difficulty, in leading zero bits of a SHA-256, of the proof
+	// of work a new visitor must send before it may queue: the browser's page solves
+	// it by itself (about 2^bits hashes), an API client gets the challenge as JSON.
+	// 0 to 32; the admin API can change it at run time. Default: 0, off.
+	ProofOfWork int `json:"proof_of_work,omitempty"`
+
 	// Cookie configures the visitor cookie.
 	Cookie *token.Cookie `json:"cookie,omitempty"`
 
@@ -299,6 +305,9 @@ func (h *Handler) Validate() error {
 	}
 	if h.RejectStatusCode != 0 && !slices.Contains(statusCodes, h.RejectStatusCode) {
 		return fmt.Errorf("reject_status_code must be one of 200, 202, 429 or 503, got %d", h.RejectStatusCode)
+	}
+	if err := checkProofOfWork(h.ProofOfWork); err != nil {
+		return err
 	}
 	if h.Mode != "" {
 		if err := queue.CheckMode(h.Mode); err != nil {

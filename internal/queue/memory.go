@@ -46,6 +46,8 @@ type MemoryStore struct {
 	recent []int64
 	// shuffled holds the keys of the lotteries already drawn (see Shuffle).
 	shuffled map[string]bool
+	// once is the once-only check's keys (memory_once.go), under its own lock.
+	once onceKeys
 
 	// pass is the lane of pass holders, ahead of the line (memory_pass.go); passes
 	// counts each pass's uses left, forgotten after the pass expires.

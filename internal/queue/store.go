@@ -101,6 +101,14 @@ type Store interface {
 	// not given a secret agree on one.
 	Secret(ctx context.Context, candidate []byte) ([]byte, error)
 
+	// Once reports true the first time key is offered and false every later time,
+	// until the instant until (fleet-wide, for a shared store): the once-only check of
+	// a proof of work, keyed by its challenge. A key offered at or after until is
+	// refused (false): whatever it names has expired. Unlike the other methods it reads
+	// the store's own clock (Redis's, on Redis), because the key must be kept until a
+	// wall-clock instant whichever instance asks; the store may forget it after that.
+	Once(ctx context.Context, key string, until time.Time) (bool, error)
+
 	// Subscribe calls fn with the ids of every admission made from the queue by anyone
 	// sharing this store (this instance's steps and, for shared stores, other
 	// instances'). Delivery is best effort: callers reconcile through Positions/Status.

@@ -72,6 +72,8 @@ func Run(t *testing.T, open Open) {
 		{"PassUsesAreCounted", testPassUsesAreCounted},
 		{"PassHolderAway", testPassHolderAway},
 		{"PassPositionsMatchModel", testPassPositionsMatchModel},
+		{"OnceAcceptsEachKeyOnce", testOnceAcceptsEachKeyOnce},
+		{"OnceUnderConcurrency", testOnceUnderConcurrency},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
