@@ -3,10 +3,8 @@
 package push
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -108,22 +106,8 @@ func TestSecondMessageOfASegmentIsRead(t *testing.T) {
 	tr.join()
 	cookie := tr.join()
 	srv := serveRoom(t, tr, nil)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := rawUpgrade(t, srv, cookie, nil)
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(20 * time.Second))
-	request := fmt.Sprintf("GET / HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
-		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: %s\r\n"+
-		"Cookie: %s=%s\r\n\r\n", strings.TrimPrefix(srv.URL, "http://"), Subprotocol, cookieName, cookie)
-	if _, err := conn.Write([]byte(request)); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("upgrade: %v %v", resp, err)
-	}
 	for deadline := time.Now().Add(10 * time.Second); serverGoroutines("awaitReadable") != 1; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the reader never waited in awaitReadable")
@@ -146,14 +130,4 @@ func TestSecondMessageOfASegmentIsRead(t *testing.T) {
 			t.Fatalf("the second message of the segment was not read: the waiter is still %v", st.State)
 		}
 	}
-}
-
-// maskedText is a client's text frame of msg (clients mask every frame).
-func maskedText(msg string) []byte {
-	mask := [4]byte{1, 2, 3, 4}
-	frame := append([]byte{0x81, 0x80 | byte(len(msg))}, mask[:]...)
-	for i := range len(msg) {
-		frame = append(frame, msg[i]^mask[i%4])
-	}
-	return frame
 }

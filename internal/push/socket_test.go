@@ -161,28 +161,9 @@ func TestMessageSentWithTheUpgradeIsRead(t *testing.T) {
 	cookie := tr.join()
 	srv := serveRoom(t, tr, nil)
 
-	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// One write: the frame arrives with the request.
+	conn := rawUpgrade(t, srv, cookie, maskedText(`{"type":"leave"}`))
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(20 * time.Second))
-	leave := []byte(`{"type":"leave"}`)
-	mask := [4]byte{1, 2, 3, 4}
-	frame := append([]byte{0x81, 0x80 | byte(len(leave))}, mask[:]...)
-	for i, b := range leave {
-		frame = append(frame, b^mask[i%4])
-	}
-	request := fmt.Sprintf("GET / HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
-		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: %s\r\n"+
-		"Cookie: %s=%s\r\n\r\n", strings.TrimPrefix(srv.URL, "http://"), Subprotocol, cookieName, cookie)
-	if _, err := conn.Write(append([]byte(request), frame...)); err != nil { // one write: the frame arrives with the request
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("upgrade: %v %v", resp, err)
-	}
 	id := visitorID(t, cookie)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		st, err := tr.store.Status(context.Background(), id, tr.Now())
@@ -260,6 +241,39 @@ func TestStalledClientWriteGivesUp(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("a write to a stalled client never gave up")
 	}
+}
+
+// rawUpgrade opens the waiting WebSocket of the waiter whose room cookie is cookie by
+// hand, on a TCP connection, writing after right behind the upgrade request in the same
+// write, and returns the connection once the upgrade is answered.
+func rawUpgrade(t *testing.T, srv *httptest.Server, cookie string, after []byte) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	request := fmt.Sprintf("GET / HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: %s\r\n"+
+		"Cookie: %s=%s\r\n\r\n", strings.TrimPrefix(srv.URL, "http://"), Subprotocol, cookieName, cookie)
+	if _, err := conn.Write(append([]byte(request), after...)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	return conn
+}
+
+// maskedText is a client's text frame of msg (clients mask every frame).
+func maskedText(msg string) []byte {
+	mask := [4]byte{1, 2, 3, 4}
+	frame := append([]byte{0x81, 0x80 | byte(len(msg))}, mask[:]...)
+	for i := range len(msg) {
+		frame = append(frame, msg[i]^mask[i%4])
+	}
+	return frame
 }
 
 // dialWaiter opens the waiting WebSocket of the waiter whose room cookie is cookie.
