@@ -19,12 +19,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	rm := h.room
 	now := h.clock.Now()
 	p := h.policyAt(now)
-	v := h.visitOf(r)       // the placeholders (placeholders.go)
-	passText := takePass(r) // never upstream (pass.go)
+	v := h.visitOf(r) // the placeholders (placeholders.go)
+	// A pass or a proof never goes upstream, whoever sends it (pass.go, proof.go).
+	passText, proof := takePass(r), takeProof(r)
 	if p.mode == queue.ModeSuspended {
 		return next.ServeHTTP(w, r) // the room is off: no cookie, nothing counted
 	}
-	proof := takeProof(r) // proof.go: a proof never goes upstream, whoever sends it
 	keys := rm.keys.Load()
 	if keys == nil {
 		// No secret yet: the store has been down since start. Nobody can be verified.
