@@ -36,7 +36,7 @@ func (s *roomStore) Once(ctx context.Context, key string, until time.Time) (bool
 	callerDeadline, _ := ctx.Deadline()
 	deadline, err := s.deadline(ctx, callerDeadline)
 	if err != nil {
-		return false, fmt.Errorf("checking proof once: %w", err)
+		return false, fmt.Errorf("once-only check: %w", err)
 	}
 	n, err := onceScript.Run(ctx, s.shared.client, []string{s.onceKey(key)}, deadline, until.UnixMilli()).Int64()
 	if isDeadlineReply(err) {
@@ -45,7 +45,7 @@ func (s *roomStore) Once(ctx context.Context, key string, until time.Time) (bool
 		s.shared.noteError(err)
 	}
 	if err != nil {
-		return false, fmt.Errorf("checking proof once: %w", err)
+		return false, fmt.Errorf("once-only check: %w", err)
 	}
 	return n == 1, nil
 }
