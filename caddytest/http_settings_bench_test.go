@@ -19,12 +19,12 @@ import (
 )
 
 // BenchmarkHTTPAdmittedSettings drives one real Caddy with wrk: the same admitted
-// visitor's request, bare, behind a room, and behind rooms with each of issue 17's
-// settings (session_max, proof_of_work 16, a pass bound into the cookie), in interleaved
-// rounds that rotate the order; the medians, and the medians of the ratios within a
-// round, are reported. None of them
-// may cost an admitted visitor anything: session_max is decided from the cookie, the
-// proof is looked for with one substring search, the pass is a bit in the cookie.
+// visitor's request, bare, behind a room, and behind rooms with each setting that
+// decides who gets in (session_max, proof_of_work 16, a pass bound into the cookie),
+// in interleaved rounds that rotate the order; the medians, and the medians of the
+// ratios within a round, are reported. None of the settings may cost an admitted
+// visitor anything: session_max is decided from the cookie, the proof is looked for
+// with one substring search, the pass is a bit in the cookie.
 //
 //	cd caddytest && go test -run '^$' -bench HTTPAdmittedSettings -benchtime 1x .
 func BenchmarkHTTPAdmittedSettings(b *testing.B) {
