@@ -107,6 +107,10 @@ const maxAcceptLanguage = 1024
 // x/text allocates for each, and a browser sends a handful.
 const maxLanguageRanges = 32
 
+// maxLanguageRange bounds one range ("zh-Hant-TW;q=0.8"): x/text copies what it parses,
+// so a longer item would cost in proportion to its length. Real tags are far shorter.
+const maxLanguageRange = 64
+
 // matcher chooses among the catalog's languages, the default first: it is what a
 // header matching none of them gets.
 var matcher = newMatcher(languages)
@@ -160,8 +164,8 @@ func (lm langMatcher) negotiate(acceptLanguage string) string {
 		if read++; read > maxLanguageRanges {
 			break
 		}
-		if strings.TrimSpace(item) == "" {
-			continue // x/text's error for an empty range is an allocation, for nothing
+		if strings.TrimSpace(item) == "" || len(item) > maxLanguageRange {
+			continue // empty (x/text's error would allocate, for nothing) or no real tag
 		}
 		tags, qs, err := language.ParseAcceptLanguage(item)
 		if err != nil || len(tags) != 1 || !(qs[0] > 0 && qs[0] <= 1) {
