@@ -117,17 +117,5 @@ func TestSecondMessageOfASegmentIsRead(t *testing.T) {
 	if _, err := conn.Write(segment); err != nil { // one write: both frames arrive together
 		t.Fatal(err)
 	}
-	id := visitorID(t, cookie)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		st, err := tr.store.Status(context.Background(), id, tr.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.State == queue.Unknown {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the second message of the segment was not read: the waiter is still %v", st.State)
-		}
-	}
+	awaitLeft(t, tr, cookie, "the second message of the segment was not read")
 }

@@ -164,19 +164,7 @@ func TestMessageSentWithTheUpgradeIsRead(t *testing.T) {
 	// One write: the frame arrives with the request.
 	conn := rawUpgrade(t, srv, cookie, maskedText(`{"type":"leave"}`))
 	defer conn.Close()
-	id := visitorID(t, cookie)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		st, err := tr.store.Status(context.Background(), id, tr.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.State == queue.Unknown {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the leave sent with the upgrade was not read: the waiter is still %v", st.State)
-		}
-	}
+	awaitLeft(t, tr, cookie, "the leave sent with the upgrade was not read")
 }
 
 func readView(ctx context.Context, t *testing.T, c *websocket.Conn) page.View {
@@ -240,6 +228,25 @@ func TestStalledClientWriteGivesUp(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("a write to a stalled client never gave up")
+	}
+}
+
+// awaitLeft waits until the waiter whose room cookie is cookie has left the line (the
+// store no longer knows it), and fails with what when it has not within 10 s.
+func awaitLeft(t *testing.T, tr *testRoom, cookie, what string) {
+	t.Helper()
+	id := visitorID(t, cookie)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		st, err := tr.store.Status(context.Background(), id, tr.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State == queue.Unknown {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the waiter is still %v", what, st.State)
+		}
 	}
 }
 
