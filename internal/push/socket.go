@@ -68,7 +68,7 @@ type socket struct {
 
 	// wire is held while a frame is being written, whoever writes it: push, the
 	// writer, or coder/websocket (through wireWriter). A frame is never cut by another.
-	wire sync.Mutex
+	wire wireLock
 
 	mu      sync.Mutex
 	rest    []byte // the unsent end of a frame push began; the writer sends it first
@@ -139,7 +139,7 @@ func (s *socket) deliver(frame []byte, slot *[]byte) {
 		s.wire.Unlock()
 	}
 	if s.tlsRaw != nil && !s.writing && !s.done && s.wire.TryLock() {
-		if sendQueueEmpty(s.tlsRaw) {
+		if s.wire.mayWriteTLS(s.tlsRaw, len(frame)) {
 			ok := s.writeTLSNow(frame)
 			s.wire.Unlock()
 			s.mu.Unlock()
@@ -334,6 +334,7 @@ func (s *socket) send(frame []byte) bool {
 // library's own writes (a pong, the close frame) are not cut short by a stale one.
 func (s *socket) sendHeld(frame []byte) bool {
 	defer s.wire.Unlock()
+	s.wire.unasked = 0
 	if s.conn.SetWriteDeadline(time.Now().Add(writeTimeout)) != nil {
 		return false
 	}
@@ -362,7 +363,7 @@ func (hb *Hub) ServeAdmitted(w http.ResponseWriter, r *http.Request) error {
 // the socket's own writes.
 type smallBuffers struct {
 	http.ResponseWriter
-	wire *sync.Mutex
+	wire *wireLock
 	conn net.Conn
 	br   *bufio.Reader
 }

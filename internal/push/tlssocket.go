@@ -16,6 +16,14 @@ import (
 // record of a few hundred bytes whole. Anything else goes to the socket's writer, as
 // for plain TCP. A goroutine started and scheduled per message was the cost TLS added
 // to a push (caddytest/load -tls, the ws section; figures in docs/performance.md).
+//
+// Asking the kernel is a system call of its own (SIOCOUTQ): at 100,000 waiters it
+// was 18 % of an instance's CPU, the most of what TLS added to a push. So a look
+// that finds the queue empty lets that push and the next tlsPushesPerLook-1 go out
+// unasked, as long as each is a short frame and nothing else is written between
+// (mayWriteTLS). Whatever the client does, at most tlsPushesPerLook short records
+// are then queued, 2 KiB and the kernel's overhead per segment, well under the
+// 16 KiB a TCP send buffer starts at (tcp_wmem), so such a write is still taken whole.
 
 // tlsDescriptor returns the descriptor access of the TCP connection under conn when
 // conn is TLS over plain TCP; nil otherwise.
@@ -36,6 +44,29 @@ func tlsDescriptor(conn net.Conn) (*tls.Conn, syscall.RawConn) {
 func (s *socket) writeTLSNow(frame []byte) bool {
 	_, err := s.conn.Write(frame)
 	return err == nil
+}
+
+const (
+	tlsPushesPerLook = 4   // pushes one empty send queue lets out (see the top of the file)
+	tlsUnaskedFrame  = 512 // longest frame that may go out unasked; a position is ~200 bytes
+)
+
+// mayWriteTLS reports whether a push of an n-byte frame may write through the TLS
+// connection at once, asking the kernel about the send queue (sendQueueEmpty) only
+// when the last look's pushes are spent. Called with the wire held.
+func (w *wireLock) mayWriteTLS(raw syscall.RawConn, n int) bool {
+	if n > tlsUnaskedFrame {
+		w.unasked = 0
+		return sendQueueEmpty(raw)
+	}
+	if w.unasked == 0 {
+		if !sendQueueEmpty(raw) {
+			return false
+		}
+		w.unasked = tlsPushesPerLook
+	}
+	w.unasked--
+	return true
 }
 
 // releaseHandshakeBuffers lets go of what a *tls.Conn keeps from its handshake: the

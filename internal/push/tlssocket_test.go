@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -133,11 +134,7 @@ func TestTLSPushesWriteAtOnceUnlessTheClientLagsBehind(t *testing.T) {
 	k := firstNumbered
 	for ; k < firstNumbered+direct; k++ {
 		// The client's kernel acknowledges at its pace (a delayed ACK waits 40 ms).
-		for deadline := time.Now().Add(5 * time.Second); !sendQueueEmpty(s.tlsRaw); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the send queue of a client that reads everything never emptied")
-			}
-		}
+		awaitCaughtUp(t, s)
 		pushNumbered(s, k, 0)
 		s.mu.Lock()
 		handedOver := s.writing
@@ -150,25 +147,103 @@ func TestTLSPushesWriteAtOnceUnlessTheClientLagsBehind(t *testing.T) {
 		}
 	}
 
-	// The client stops reading: frames of 1 KiB fill its buffers, then the writer
-	// takes over.
-	for ; ; k++ {
-		pushNumbered(s, k, 1000)
+	// The client stops reading: frames fill its buffers, then the writer takes over.
+	// Short frames, as positions are, go out mostly unasked; long ones are asked about
+	// each time. A push that blocked would hang here, which the context ends.
+	for _, pad := range []int{300, 1000} {
+		awaitCaughtUp(t, s)
+		stalled := make(chan error, 1)
+		go func() {
+			for first := k; ; k++ {
+				pushNumbered(s, k, pad)
+				s.mu.Lock()
+				handedOver := s.writing
+				s.mu.Unlock()
+				if handedOver {
+					stalled <- nil
+					return
+				}
+				if k > first+1_000_000 {
+					stalled <- errors.New("a million frames went out to a client that reads nothing")
+					return
+				}
+			}
+		}()
+		select {
+		case err := <-stalled:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("a push of %d-byte frames to a client that reads nothing blocked", pad)
+		}
+		last := k + 10
+		for k++; k <= last; k++ {
+			pushNumbered(s, k, pad)
+		}
+		if err := readNumbered(ctx, c, last); err != nil {
+			t.Fatalf("after %d-byte frames pushed while the client stalled: %v", pad, err)
+		}
+	}
+}
+
+// awaitCaughtUp waits until no writer is busy with s and its client has acknowledged
+// everything sent.
+func awaitCaughtUp(t *testing.T, s *socket) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		s.mu.Lock()
-		handedOver := s.writing
+		writing := s.writing
 		s.mu.Unlock()
-		if handedOver {
-			break
+		if !writing && sendQueueEmpty(s.tlsRaw) {
+			return
 		}
-		if k > firstNumbered+1_000_000 {
-			t.Fatal("a million frames went out to a client that reads nothing")
+		if time.Now().After(deadline) {
+			t.Fatal("the client read everything, but the socket never caught up")
 		}
 	}
-	last := k + 10
-	for k++; k <= last; k++ {
-		pushNumbered(s, k, 1000)
+}
+
+// One look that finds the send queue empty lets out tlsPushesPerLook short frames; a
+// long frame is looked for each time, and any write besides a push spends what is
+// left, as it may have filled the queue.
+func TestTLSPushesLookAtTheSendQueueOncePerFew(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := readNumbered(ctx, c, last); err != nil {
-		t.Fatalf("after frames pushed while the client stalled: %v", err)
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	raw := rawTCP(server) // nothing is written: its send queue stays empty
+	var w wireLock
+	for i := range 2 * tlsPushesPerLook {
+		if !w.mayWriteTLS(raw, 200) {
+			t.Fatalf("push %d: an empty send queue was taken for a full one", i+1)
+		}
+		if want := tlsPushesPerLook - 1 - i%tlsPushesPerLook; w.unasked != want {
+			t.Fatalf("after push %d: %d pushes may go out unasked, want %d", i+1, w.unasked, want)
+		}
+	}
+	if !w.mayWriteTLS(raw, tlsUnaskedFrame+1) || w.unasked != 0 {
+		t.Fatalf("a long frame left %d pushes to go out unasked", w.unasked)
+	}
+
+	w.unasked = 2
+	if _, err := (wireWriter{server, &w}).Write([]byte("x")); err != nil || w.unasked != 0 {
+		t.Fatalf("a write of the library's (err %v) left %d pushes to go out unasked", err, w.unasked)
+	}
+	s := &socket{conn: server}
+	s.wire.unasked = 2
+	if !s.send([]byte("y")) || s.wire.unasked != 0 {
+		t.Fatalf("the writer's write left %d pushes to go out unasked", s.wire.unasked)
 	}
 }

@@ -55,13 +55,22 @@ var admittedFrame = endTextFrame(append([]byte{0, 0, 0, 0}, admittedMessage...),
 // one write, so one lock per write is one lock per frame.
 type wireWriter struct {
 	conn net.Conn
-	mu   *sync.Mutex
+	wire *wireLock
 }
 
 func (w wireWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.wire.Lock()
+	defer w.wire.Unlock()
+	w.wire.unasked = 0
 	return w.conn.Write(p)
+}
+
+// wireLock is the lock a socket's frames are written under (socket.wire). For a TLS
+// socket it also keeps how many more pushes may write without asking the kernel
+// about the send queue first (mayWriteTLS); any other write spends them.
+type wireLock struct {
+	sync.Mutex
+	unasked int
 }
 
 // rawTCP returns conn's descriptor access when conn is a plain TCP connection, where
