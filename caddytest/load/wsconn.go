@@ -331,7 +331,10 @@ type feedConn struct {
 // take hands the socket, now the loop's as fd, over to feeding.
 func (f *feedConn) take(fd int) { f.fd, f.fed = fd, true }
 
-// fill reads all the socket has through read and keeps it for the TLS connection.
+// fill reads all the socket has through read and keeps it for the TLS connection. A
+// read shorter than buf emptied the socket, so it is the last: asking again only to
+// hear "would block" was a second system call per message, and half of what a client
+// spent on one over TLS.
 func (f *feedConn) fill(buf []byte, read func([]byte) (int, error)) {
 	for f.err == nil {
 		n, err := read(buf)
@@ -343,6 +346,8 @@ func (f *feedConn) fill(buf []byte, read func([]byte) (int, error)) {
 			f.err = err
 		case n == 0:
 			f.err = io.EOF
+		case n < len(buf):
+			return
 		}
 	}
 }
