@@ -272,12 +272,13 @@ func (b *httpBench) rows(res map[string]wrkResult) []row {
 }
 
 // profile takes a CPU profile of the instance during one extra round of each room
-// target. The round is not counted: profiling costs the instance a little, and only
-// the room targets would pay it.
+// target, and of bare Caddy, the base to read the room's against (go tool pprof
+// -diff_base http-memory-bare.pprof http-memory-admitted.pprof). The round is not
+// counted: profiling costs the instance a little.
 func (b *httpBench) profile(ctx context.Context, r *rig) error {
 	for _, t := range b.targets {
-		if kind := t.name[len(b.label)+1:]; strings.HasPrefix(kind, "bare") {
-			continue // not the room's path
+		if kind := t.name[len(b.label)+1:]; strings.HasPrefix(kind, "bare") && kind != "bare" {
+			continue // the other bare sites are baselines of the page's size
 		}
 		file := fmt.Sprintf("http-%s.pprof", fileName(t.name))
 		var wg sync.WaitGroup

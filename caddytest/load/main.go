@@ -73,7 +73,7 @@ func main() {
 	flag.IntVar(&o.clients, "clients", 6, "client processes holding the WebSockets")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of each wrk round")
 	flag.IntVar(&o.rounds, "rounds", 5, "interleaved wrk rounds (medians are reported)")
-	flag.StringVar(&o.profiles, "profiles", "", "folder to write CPU and heap profiles of the Caddy processes into")
+	flag.StringVar(&o.profiles, "profiles", "", "folder to write CPU and heap profiles of the Caddy processes (and the first ws client) into")
 	flag.BoolVar(&o.markdown, "markdown", false, "print the table as Markdown")
 	flag.StringVar(&o.docs, "docs", "", "after a run with no failed section, write its table into this file between "+tableBegin+" and "+tableEnd+" (../docs/performance.md)")
 	flag.BoolVar(&o.tls, "tls", false, "also run the http and ws sections over HTTPS (Caddy's local CA), their rows beside the plain ones")

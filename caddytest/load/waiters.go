@@ -108,6 +108,7 @@ func waitersMain(args []string) int {
 	concurrency := fs.Int("concurrency", 32, "joins in flight at once")
 	ca := fs.String("ca", "", "over TLS: the root certificate (PEM) that signs the instances' certificates; plain HTTP when empty")
 	bound := fs.Duration("bound", 2500*time.Millisecond, "the longest silence a waiter may meet and still count as told in time")
+	profile := fs.String("cpuprofile", "", "write a CPU profile of each window (mark to report) to this path, with -window<N>.pprof for .pprof")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -131,6 +132,7 @@ func waitersMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "waiters:", err)
 		return 1
 	}
+	windows := &windowProfile{path: *profile}
 	return steerCommands(func(command string) (any, error) {
 		verb, arg, _ := strings.Cut(command, " ")
 		switch verb {
@@ -142,9 +144,10 @@ func waitersMain(args []string) int {
 			return s.grow(n), nil
 		case "mark":
 			s.mark()
-			return struct{}{}, nil
+			return struct{}{}, windows.start()
 		case "report":
-			return s.report(*bound), nil
+			rep := s.report(*bound)
+			return rep, windows.stop()
 		}
 		return nil, fmt.Errorf("unknown command %q", command)
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -241,6 +242,12 @@ func (f *wsFleet) startClients(o options) error {
 			"-source", fmt.Sprintf("127.0.0.%d", 2+k), "-bound", silenceBound.String()}
 		if f.over.secure {
 			args = append(args, "-ca", f.r.rootFile())
+		}
+		if k == 0 && o.profiles != "" {
+			if err := os.MkdirAll(o.profiles, 0o755); err != nil {
+				return err
+			}
+			args = append(args, "-cpuprofile", filepath.Join(o.profiles, "ws-client0"+fileSuffix(f.over)+"-cpu.pprof"))
 		}
 		c, err := f.r.startSteeredClient(fmt.Sprintf("ws-waiters%d%s", k, fileSuffix(f.over)), "waiters", args...)
 		if err != nil {
