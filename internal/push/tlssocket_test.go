@@ -205,8 +205,8 @@ func awaitCaughtUp(t *testing.T, s *socket) {
 }
 
 // One look that finds the send queue empty lets out tlsPushesPerLook short frames; a
-// long frame is looked for each time, and any write besides a push spends what is
-// left, as it may have filled the queue.
+// long frame asks each time, and any write besides a push spends what is left, as it
+// may have filled the queue.
 func TestTLSPushesLookAtTheSendQueueOncePerFew(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
