@@ -398,8 +398,11 @@ func (g *guest) socket(ctx context.Context, base, path string) (*websocket.Conn,
 		HTTPHeader:   hdr,
 		HTTPClient:   &http.Client{Transport: fleetTransport},
 	})
+	if err != nil && resp != nil {
+		return nil, fmt.Errorf("websocket to %s: %v (%v): %w", u, err, resp, refusedUpgrade(resp.StatusCode))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("websocket to %s: %v (%v)", u, err, resp)
+		return nil, fmt.Errorf("websocket to %s: %v", u, err)
 	}
 	if c.Subprotocol() != "waiting-room.v1" {
 		c.CloseNow()
@@ -407,6 +410,11 @@ func (g *guest) socket(ctx context.Context, base, path string) (*websocket.Conn,
 	}
 	return c, nil
 }
+
+// refusedUpgrade is the status a WebSocket upgrade was answered with instead of 101.
+type refusedUpgrade int
+
+func (r refusedUpgrade) Error() string { return fmt.Sprintf("upgrade answered %d", int(r)) }
 
 // readMessage reads the next server message, bounded by the liveness deadline.
 func readMessage(ctx context.Context, c *websocket.Conn) (queueAnswer, error) {

@@ -159,9 +159,15 @@ func (c *restartCount) shop(ctx context.Context, arrive, wait *node, phase, rest
 		if err := json.Unmarshal([]byte(body), &q); err != nil || q.Status != "queued" {
 			return fmt.Errorf("%s: not a queued answer: %d %q", arrive.name, code, body)
 		}
-		joinedIn := restarts.Load()
+		joinedIn, waitedIn := restarts.Load(), phase.Load()
 		admitted, err := awaitTurn(ctx, g, wait, q.Position)
+		var refused refusedUpgrade
 		switch {
+		case errors.As(err, &refused) && refused == http.StatusServiceUnavailable &&
+			(waitedIn != redisUp || phase.Load() != redisUp):
+			// Queued just before Redis went: the socket's upgrade asks the store too.
+			c.unavailable.Add(1)
+			return nil
 		case err != nil:
 			return err
 		case !admitted && joinedIn == restarts.Load():
