@@ -6,9 +6,6 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"os/exec"
-	"regexp"
-	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -70,20 +67,7 @@ http://localhost:9083 {
 
 	run := func(target string, args ...string) float64 {
 		b.Helper()
-		cmd := exec.Command(wrk, append([]string{"-t1", "-c50", "-d" + duration, target}, args...)...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			b.Fatalf("wrk: %v\n%s", err, out)
-		}
-		m := regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`).FindSubmatch(out)
-		if m == nil {
-			b.Fatalf("no Requests/sec in wrk output:\n%s", out)
-		}
-		if regexp.MustCompile(`Non-2xx`).Match(out) {
-			b.Fatalf("wrk saw errors:\n%s", out)
-		}
-		v, _ := strconv.ParseFloat(string(m[1]), 64)
-		return v
+		return wrkRate(b, wrk, duration, target, args...)
 	}
 	var bare, admitted, fresh []float64
 	run("http://localhost:9081/") // warm up
@@ -95,8 +79,7 @@ http://localhost:9083 {
 		fresh = append(fresh, run("http://localhost:9083/"))
 		time.Sleep(200 * time.Millisecond)
 	}
-	med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
-	mb, ma, mf := med(bare), med(admitted), med(fresh)
+	mb, ma, mf := median(bare), median(admitted), median(fresh)
 	b.ReportMetric(mb, "bare_req/s")
 	b.ReportMetric(ma, "admitted_req/s")
 	b.ReportMetric(mf, "new_visitor_req/s")

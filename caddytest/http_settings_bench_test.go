@@ -8,9 +8,6 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"os/exec"
-	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -96,21 +93,11 @@ func BenchmarkHTTPAdmittedSettings(b *testing.B) {
 	requests := 0
 	run := func(target, cookie string) float64 {
 		b.Helper()
-		args := []string{"-t1", "-c50", "-d" + duration, target}
-		if cookie != "" {
-			args = append(args, "-H", "Cookie: "+cookie)
-		}
-		out, err := exec.Command(wrk, args...).CombinedOutput()
-		if err != nil {
-			b.Fatalf("wrk: %v\n%s", err, out)
-		}
-		m := regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`).FindSubmatch(out)
-		if m == nil || regexp.MustCompile(`Non-2xx`).Match(out) {
-			b.Fatalf("wrk saw errors or no rate:\n%s", out)
-		}
 		requests++
-		v, _ := strconv.ParseFloat(string(m[1]), 64)
-		return v
+		if cookie == "" {
+			return wrkRate(b, wrk, duration, target)
+		}
+		return wrkRate(b, wrk, duration, target, "-H", "Cookie: "+cookie)
 	}
 	run(targets[1].url, targets[1].cookie) // warm up
 	for i := range rounds {
@@ -127,19 +114,18 @@ func BenchmarkHTTPAdmittedSettings(b *testing.B) {
 	}
 	// Ratios are taken within each round, then their median: the machine's load drifts
 	// between rounds far more than within one.
-	med := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
 	ratio := func(a, b []float64) float64 {
 		r := make([]float64, len(a))
 		for i := range a {
 			r[i] = a[i] / b[i]
 		}
-		return med(r)
+		return median(r)
 	}
 	b.ReportMetric(ratio(targets[1].rates, targets[0].rates), "admitted_ratio")
 	for _, t := range targets[2:] {
 		b.ReportMetric(ratio(t.rates, targets[1].rates), t.name+"_vs_admitted")
 	}
 	for _, t := range targets {
-		fmt.Printf("%s %.0f req/s (median of %v)\n", t.name, med(t.rates), t.rates)
+		fmt.Printf("%s %.0f req/s (median of %v)\n", t.name, median(t.rates), t.rates)
 	}
 }

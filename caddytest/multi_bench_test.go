@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os/exec"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,8 +82,7 @@ func BenchmarkMultiRedisHTTPNewVisitors(b *testing.B) {
 		r, qScripts, qTotal = perJoin("/queued")
 		queued = append(queued, r)
 	}
-	med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
-	mb, ma, mq := med(bare), med(admitted), med(queued)
+	mb, ma, mq := median(bare), median(admitted), median(queued)
 	b.ReportMetric(mb, "bare_req/s")
 	b.ReportMetric(ma, "new_admitted_req/s")
 	b.ReportMetric(mq, "new_queued_req/s")

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,8 +117,7 @@ func BenchmarkMultiProofOfWorkServerCPU(b *testing.B) {
 		proven = append(proven, run("/pow", perRun, func(i int) string { return proofs[r*perRun+i] }, "upstream /pow"))
 		challenged = append(challenged, run("/pow", perRun, func(int) string { return "" }, `"status":"challenge"`))
 	}
-	med := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
-	mb, mp, mv, mc := med(bare), med(plain), med(proven), med(challenged)
+	mb, mp, mv, mc := median(bare), median(plain), median(proven), median(challenged)
 	b.ReportMetric(mb, "bare_cpu_ns/req")
 	b.ReportMetric(mp, "new_visitor_cpu_ns/req")
 	b.ReportMetric(mv, "proof_cpu_ns/req")
