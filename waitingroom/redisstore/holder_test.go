@@ -236,3 +236,89 @@ func (s *roomStore) roomName() string {
 	k := s.keys[0]
 	return k[strings.IndexByte(k, '{')+1 : strings.IndexByte(k, '}')]
 }
+
+// watched is how many buckets the sweep watches for present waiters gone silent.
+func (h *holderRoom) watched() int64 {
+	h.t.Helper()
+	n, err := h.a.shared.client.ZCard(context.Background(), h.a.keys[5]).Result()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return n
+}
+
+// A long line held by one instance leaves the sweep's watch once swept (its lease
+// keeps it), and is watched again when that lease lapses: every waiter goes away
+// queue_ttl after the last renewal. The instance comes back and holds them again, and
+// a second lapse sends them away again.
+func TestLapsedLeaseSendsItsWaitersAway(t *testing.T) {
+	h := newHolderRoom(t)
+	w := h.queue(3000)
+	h.hold(h.a, 0, w...)
+	all := func(present bool) []bool {
+		want := make([]bool, len(w))
+		for i := range want {
+			want[i] = present
+		}
+		return want
+	}
+	for s := 20 * time.Second; s <= 2*time.Minute; s += 20 * time.Second {
+		h.hold(h.a, s)
+		h.hold(h.b, s)
+		h.step(s + time.Second)
+	}
+	if n := h.watched(); n != 0 {
+		t.Fatalf("%d buckets still watched, though every waiter is held under a fresh lease", n)
+	}
+	// a renews last at 2 min; b lives on, holding nobody.
+	for s := 2*time.Minute + 10*time.Second; s < 3*time.Minute; s += 10 * time.Second {
+		h.hold(h.b, s)
+		h.step(s)
+	}
+	h.step(3*time.Minute - time.Millisecond)
+	h.wantPresent(3*time.Minute, w, all(true)...)
+	h.step(3 * time.Minute)
+	h.wantPresent(3*time.Minute, w, all(false)...)
+
+	// a is back: its hub holds its waiters again, and renews until 5 min.
+	h.hold(h.a, 4*time.Minute, w...)
+	h.wantPresent(4*time.Minute, w, all(true)...)
+	for s := 4*time.Minute + 20*time.Second; s <= 5*time.Minute; s += 20 * time.Second {
+		h.hold(h.a, s)
+		h.hold(h.b, s)
+		h.step(s + time.Second)
+	}
+	if n := h.watched(); n != 0 {
+		t.Fatalf("%d buckets still watched after the instance came back", n)
+	}
+	for s := 5*time.Minute + 10*time.Second; s < 6*time.Minute; s += 10 * time.Second {
+		h.hold(h.b, s)
+		h.step(s)
+	}
+	h.step(6*time.Minute - time.Millisecond)
+	h.wantPresent(6*time.Minute, w, all(true)...)
+	h.step(6 * time.Minute)
+	h.wantPresent(6*time.Minute, w, all(false)...)
+}
+
+// A waiter let go after the sweep stopped watching it (it was held) is watched again:
+// away queue_ttl after it was let go.
+func TestWaiterReleasedAfterTheSweepGoesAway(t *testing.T) {
+	h := newHolderRoom(t)
+	w := h.queue(2)
+	h.hold(h.a, 0, w...)
+	for s := 20 * time.Second; s <= 140*time.Second; s += 20 * time.Second {
+		h.hold(h.a, s)
+		h.step(s + time.Second)
+		if s == time.Minute && h.watched() != 0 {
+			t.Fatalf("the bucket of two held waiters is still watched after queue_ttl")
+		}
+		if s == 100*time.Second {
+			h.release(h.a, s, w[0])
+		}
+	}
+	h.step(160*time.Second - time.Millisecond)
+	h.wantPresent(160*time.Second, w, true, true)
+	h.step(160 * time.Second)
+	h.wantPresent(160*time.Second, w, false, true)
+}

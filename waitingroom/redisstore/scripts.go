@@ -34,18 +34,23 @@ import "github.com/redis/go-redis/v9"
 // whose turn came while away: everyone present ahead of it has been admitted.
 //
 // A waiter held by an instance (see queue.Holder) counts as heard from at its holder's
-// last renewal. The sweep that finds it silent by its own heard time asks the lease,
-// and if the lease is fresh writes the renewal time as its heard time: a held waiter
-// costs Redis a share of one bucket's sweep per queue_ttl, not a command per
-// heartbeat.
+// last renewal, and while that lease is fresh (renewed within queue_ttl) its bucket
+// does not watch it: the sweep passes over it and leaves it out of the bucket's score,
+// and a bucket whose present waiters are all held leaves heard_buckets. Letting a
+// waiter go puts its bucket back with ZADD LT, and a lease that lapses makes every
+// bucket due at its last renewal, once. So a held waiter costs Redis one look when it is first swept and
+// nothing while it waits, where renewing each one's heard time every queue_ttl made an
+// idle million cost a sweep of the whole line per queue_ttl; an instance's death costs
+// one such sweep.
 //
 // Why not a second ZSET of waiters by last-heard: a ZSET entry costs ~120 bytes, two
 // would break the 200-byte budget per waiter. heard costs 4 bytes per ticket, and the
 // buckets let Step find silent waiters without scanning the queue: a bucket's score
-// never exceeds the oldest heard time of its waiters of that kind (hearing only raises
-// heard, joins, returns and departures lower the score with ZADD LT, a sweep sets it
-// exactly), so every bucket that may hold a silent waiter scores at or below the
-// cutoff.
+// never exceeds the oldest heard time of its waiters of that kind that no fresh lease
+// holds (hearing only raises heard, joins, returns, departures and releases lower the
+// score with ZADD LT, a sweep sets it exactly, a lapse lowers every bucket to the
+// lease's renewal), so every bucket that may hold a silent waiter scores at or below
+// the cutoff.
 //
 // The prelude starts with deadlineCheck (deadline.go): every script's ARGV[1] is its
 // caller's deadline, taken off before the script reads its own arguments.
@@ -338,12 +343,13 @@ return slot
 `)
 
 // releaseScript: ARGV now, slot, id... Ends the instance's hold on every id it holds,
-// and hears every id that is queued.
+// and hears every id that is queued. A waiter let go is watched by its bucket again
+// (the sweep passes over held waiters), so its bucket's score is lowered to now.
 var releaseScript = redis.NewScript(prelude + `
 local now, slot = tonumber(ARGV[1]), tonumber(ARGV[2])
 local base, epoch = epoch_of()
 if not base then return 0 end
-local r = rel(now, epoch)
+local r, watch = rel(now, epoch), {}
 for i = 3, #ARGV do
   local t = redis.call('ZSCORE', queue, ARGV[i])
   if t then
@@ -351,10 +357,12 @@ for i = 3, #ARGV do
     local by = redis.call('GETRANGE', holders, off * 2, off * 2 + 1)
     if #by == 2 and struct.unpack('>I2', by) == slot then
       redis.call('SETRANGE', holders, off * 2, '\0\0')
+      watch[math.floor(off / BUCKET)] = true
     end
     hear(off, r)
   end
 end
+for b in pairs(watch) do redis.call('ZADD', buckets, 'LT', r, b) end
 return 0
 `)
 
@@ -392,19 +400,44 @@ local cutoff = now - qttl - epoch -- a waiter last heard at or before cutoff is 
 local lost = now - keep - epoch   -- and at or before lost, gone
 local away_low = {}               -- bucket -> lowest heard of the waiters sent away now
 
--- The instances' leases (slot -> last renewal, ms since epoch), read when first needed.
+-- The instances' leases: slot -> last renewal, ms since epoch. A lease is fresh while
+-- renewed within queue_ttl, and a waiter held under a fresh lease is left out of its
+-- bucket's score: the buckets do not watch it. So when a lease lapses, every bucket is
+-- made due at the lease's last renewal, once, and the sweeps find the waiters it held;
+-- the renewal is stored negated to say that this was done, until the instance renews.
 -- Leases not renewed for as long as a place is kept are forgotten.
-local lease = nil
-local function lease_of(slot)
-  if not lease then
-    lease = {}
-    local all = redis.call('HGETALL', leases)
-    for i = 1, #all, 2 do
-      local r = tonumber(all[i + 1]) - epoch
-      if r <= lost then redis.call('HDEL', leases, all[i]) else lease[tonumber(all[i])] = r end
+local lease, fresh = {}, {}
+do
+  local all, lapsed = redis.call('HGETALL', leases), nil
+  for i = 1, #all, 2 do
+    local v = tonumber(all[i + 1])
+    local r = math.abs(v) - epoch
+    if v > 0 and r <= cutoff then lapsed = math.min(lapsed or r, r) end
+    if r <= lost then
+      redis.call('HDEL', leases, all[i])
+    else
+      lease[tonumber(all[i])] = r
+      if r > cutoff then
+        fresh[tonumber(all[i])] = v > 0
+      elseif v > 0 then
+        redis.call('HSET', leases, all[i], -v)
+      end
     end
   end
-  return lease[slot]
+  if lapsed then
+    local first = redis.call('BITPOS', held, 1)
+    if first >= 0 then
+      local last, due = redis.call('STRLEN', held) * 8 - 1, {}
+      for b = math.floor(first / BUCKET), math.floor(last / BUCKET) do
+        local n = #due
+        due[n + 1], due[n + 2] = lapsed, b
+        if n + 2 >= 1000 or b == math.floor(last / BUCKET) then
+          redis.call('ZADD', buckets, 'LT', unpack(due))
+          due = {}
+        end
+      end
+    end
+  end
 end
 
 -- When the waiter at offset off, last heard at h, counts as heard: h, or the renewal
@@ -412,9 +445,7 @@ end
 -- holders entry (shorter: none).
 local function heard_with(h, holder)
   if #holder < 2 then return h end
-  local slot = struct.unpack('>I2', holder)
-  if slot == 0 then return h end
-  local r = lease_of(slot)
+  local r = lease[struct.unpack('>I2', holder)]
   if r and r > h then return r end
   return h
 end
@@ -442,8 +473,10 @@ end
 -- Sweeps bucket b of the bitmap bm (live: the present; held: the held, of which the
 -- away ones, not in live, are looked at) for waiters heard at or before limit, calls
 -- act(ticket, heard) on each, and gives the bucket in zs its exact new score. A present
--- waiter whose holder's lease is fresher than limit is kept, and the renewal written
--- as its heard time (the bucket's heard times in one write).
+-- waiter held under a fresh lease is passed over and left out of the score (the
+-- bucket leaves zs when it holds no other); one held under a lapsed lease counts as
+-- heard at the lease's last renewal, which is written as its heard time, since an away
+-- waiter is dropped by that.
 local function sweep(b, zs, away, limit, act)
   local first = b * BUCKET
   local from, to = first / 8, (first + BUCKET) / 8 - 1
@@ -451,7 +484,6 @@ local function sweep(b, zs, away, limit, act)
   local present = away and redis.call('GETRANGE', live, from, to) or nil
   local hs = redis.call('GETRANGE', heard, first * 4, (first + BUCKET) * 4 - 1)
   local hb = not away and redis.call('GETRANGE', holders, first * 2, (first + BUCKET) * 2 - 1) or ''
-  local renewed = nil -- offset in the bucket -> heard time from a lease
   local oldest
   for byte_i = 1, #bits do
     local byte = string.byte(bits, byte_i)
@@ -462,31 +494,25 @@ local function sweep(b, zs, away, limit, act)
       for j = 0, 7 do
         if bit.band(byte, bit.rshift(128, j)) ~= 0 then
           local i = (byte_i - 1) * 8 + j
-          local h = 0
-          if #hs >= i * 4 + 4 then h = struct.unpack('>I4', hs, i * 4 + 1) end
-          if h <= limit and #hb >= i * 2 + 2 then
-            local r = heard_with(h, string.sub(hb, i * 2 + 1, i * 2 + 2))
-            if r > h and #hs >= i * 4 + 4 then
-              renewed = renewed or {}
-              renewed[i], h = r, r
+          local s1, s2 = string.byte(hb, i * 2 + 1, i * 2 + 2)
+          local slot = s2 and s1 * 256 + s2
+          if not (slot and fresh[slot]) then
+            local h1, h2, h3, h4 = string.byte(hs, i * 4 + 1, i * 4 + 4)
+            local h = h4 and ((h1 * 256 + h2) * 256 + h3) * 256 + h4 or 0
+            local r = slot and lease[slot]
+            if r and r > h and h4 then
+              h = r
+              redis.call('SETRANGE', heard, (first + i) * 4, struct.pack('>I4', r))
             end
-          end
-          if h <= limit then
-            act(base + first + i, h)
-          elseif not oldest or h < oldest then
-            oldest = h
+            if h <= limit then
+              act(base + first + i, h)
+            elseif not oldest or h < oldest then
+              oldest = h
+            end
           end
         end
       end
     end
-  end
-  if renewed then
-    local parts = {}
-    for i = 0, #hs / 4 - 1 do
-      local r = renewed[i]
-      parts[i + 1] = r and struct.pack('>I4', r) or string.sub(hs, i * 4 + 1, i * 4 + 4)
-    end
-    redis.call('SETRANGE', heard, first * 4, table.concat(parts))
   end
   if oldest then
     redis.call('ZADD', zs, oldest, b)
