@@ -94,11 +94,20 @@ local function rate_budget(now, n, per)
   return math.max(n - redis.call('ZCARD', rate), 0)
 end
 
+-- Calls redis.call(cmd, key, ...) with args in chunks small enough for unpack; a
+-- chunk's size is a multiple of 4, so pairs and BITFIELD's operations stay whole.
+local function in_chunks(cmd, key, args)
+  for i = 1, #args, 1000 do
+    redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
+  end
+end
+
 -- Records the last k admissions (admitted_total already counts them) in the window.
 local function rate_record(now, n, per, k)
   if n <= 0 or per <= 0 or k <= 0 then return end
-  local total = tonumber(redis.call('HGET', meta, 'admitted_total'))
-  for i = 0, k - 1 do redis.call('ZADD', rate, now, total - i) end
+  local total, entries = tonumber(redis.call('HGET', meta, 'admitted_total')), {}
+  for i = 0, k - 1 do entries[2 * i + 1], entries[2 * i + 2] = now, total - i end
+  in_chunks('ZADD', rate, entries)
 end
 
 local function epoch_of()
@@ -321,8 +330,9 @@ return 0
 `)
 
 // holdScript: ARGV now, slot (0: give this instance one), id... Renews the instance's
-// lease, and marks every id that is queued as held by it, heard from now (an away one
-// is back). Returns the slot.
+// lease, and marks every id that is queued as held by it, so heard from now through
+// that lease (an away one is back); its own heard time is left as it is. Returns the
+// slot.
 var holdScript = redis.NewScript(prelude + `
 local now, slot = tonumber(ARGV[1]), tonumber(ARGV[2])
 if slot == 0 then slot = (redis.call('HINCRBY', meta, 'instances', 1) - 1) % 65535 + 1 end
@@ -335,7 +345,6 @@ for i = 3, #ARGV do
   if t then
     local off = tonumber(t) - base
     redis.call('SETRANGE', holders, off * 2, mine)
-    hear(off, r)
     revive(off, r)
   end
 end
@@ -549,6 +558,11 @@ elseif budget >= 0 and budget < free then
   free = budget
 end
 
+-- What the admissions write once the picks are made, each kind in one command: the
+-- held bits to clear, and the admitted ids' (now, id) pairs for active and since. A
+-- pick clears its live bit at once, since the next pick counts or scans live.
+local unheld, entered = {}, {}
+
 local function take(t)
   local h = heard_at(t - base)
   if h <= cutoff then h = heard_with(h, redis.call('GETRANGE', holders, (t - base) * 2, (t - base) * 2 + 1)) end
@@ -560,11 +574,12 @@ local function take(t)
   end
   local id = redis.call('ZRANGEBYSCORE', queue, t, t, 'LIMIT', 0, 1)[1]
   redis.call('SETBIT', live, t - base, 0)
-  redis.call('SETBIT', held, t - base, 0)
+  local n = #unheld
+  unheld[n + 1], unheld[n + 2], unheld[n + 3], unheld[n + 4] = 'SET', 'u1', t - base, 0
   if not id then return end -- a bit without its waiter: cleared, not admitted
-  redis.call('ZREM', queue, id)
-  admit(id, now)
   admitted[#admitted + 1] = id
+  n = #entered
+  entered[n + 1], entered[n + 2] = now, id
   free = free - 1
 end
 
@@ -617,7 +632,11 @@ else
   end
 end
 if away_delta ~= 0 then redis.call('HINCRBY', meta, 'away', away_delta) end
+if #unheld > 0 then in_chunks('BITFIELD', held, unheld) end
 if #admitted > 0 then
+  in_chunks('ZREM', queue, admitted)
+  in_chunks('ZADD', active, entered)
+  in_chunks('ZADD', since, entered)
   redis.call('HINCRBY', meta, 'admitted_total', #admitted)
   rate_record(now, rate_n, rate_per, #admitted)
   redis.call('PUBLISH', channel, table.concat(admitted))
