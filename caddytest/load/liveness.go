@@ -19,10 +19,10 @@ import (
 // room and hub run against the store (an admission step every 250 ms, every listed
 // waiter's position every 500 ms, and keeping its waiters alive), with no sockets. It
 // runs each size twice where the machine allows: with the hubs holding their waiters
-// (queue.Holder: one call per waiter per connection, one lease per instance) and, as
-// the baseline, hearing of every waiter every heartbeat interval, as hubs did before.
-// Each Redis is a fresh redis-server of the run; its commands, CPU and memory are read
-// from the server itself.
+// (queue.Holder: each round, one call for the sockets opened since the last, and one
+// lease per instance) and, as the baseline, hearing of every waiter every heartbeat
+// interval, as hubs did before. Each Redis is a fresh redis-server of the run; its
+// commands, CPU and memory are read from the server itself.
 func init() {
 	register(section{
 		name:  "liveness",
@@ -157,7 +157,8 @@ type simInstance struct {
 	mu      sync.Mutex
 	ids     []queue.VisitorID
 	tickets []uint64
-	beatAt  int // the next of ids the heartbeat baseline hears of
+	beatAt  int               // the next of ids the heartbeat baseline hears of
+	opened  []queue.VisitorID // joined since the last round: held at the next
 }
 
 // simulate runs one configuration on a fresh redis-server: fill, keep alive for a
@@ -386,7 +387,9 @@ func ignoreDone(ctx context.Context, err error) error {
 	return err
 }
 
-// join queues one new waiter on this instance, held at once as a hub holds a socket.
+// join queues one new waiter on this instance. Its socket opens at once, and the
+// instance holds it at its next round (keepAlive), as a hub tells the store of the
+// sockets that opened since its last round in one call.
 func (in *simInstance) join(ctx context.Context, now time.Time, lim queue.Limits, hold bool) error {
 	id := queue.NewVisitorID()
 	st, err := in.store.Join(ctx, id, now, lim)
@@ -395,10 +398,10 @@ func (in *simInstance) join(ctx context.Context, now time.Time, lim queue.Limits
 	}
 	in.mu.Lock()
 	in.ids, in.tickets = append(in.ids, id), append(in.tickets, st.Ticket)
-	in.mu.Unlock()
-	if h, ok := in.store.(queue.Holder); ok && hold {
-		return h.Hold(ctx, []queue.VisitorID{id}, now)
+	if hold {
+		in.opened = append(in.opened, id)
 	}
+	in.mu.Unlock()
 	return nil
 }
 
@@ -426,20 +429,27 @@ func (in *simInstance) forget(tickets []uint64, positions []int) {
 	in.beatAt = 0
 }
 
-// keepAlive is one round's liveness: a Holder instance renews its lease once per
-// heartbeat interval; the baseline hears of its waiters, a round's share of them each
-// round (as hubs spread their heartbeats), so each is heard every interval.
+// keepAlive is one round's liveness, as a hub's round does it. A Holder instance holds
+// the waiters whose sockets opened since its last round, and renews its lease with
+// them, or alone once per heartbeat interval; the baseline hears of its waiters, a
+// round's share of them each round (as hubs spread their heartbeats), so each is heard
+// every interval.
 func (in *simInstance) keepAlive(ctx context.Context, now time.Time, hold bool, every, round time.Duration, renewed *time.Time, roundStarts bool) error {
-	if h, ok := in.store.(queue.Holder); ok && hold {
-		if now.Sub(*renewed) < every {
-			return nil
-		}
-		*renewed = now
-		return h.Hold(ctx, nil, now)
-	}
 	if !roundStarts {
 		return nil
 	}
+	if h, ok := in.store.(queue.Holder); ok && hold {
+		in.mu.Lock()
+		opened := in.opened
+		in.opened = nil
+		in.mu.Unlock()
+		if len(opened) == 0 && now.Sub(*renewed) < every {
+			return nil
+		}
+		*renewed = now
+		return h.Hold(ctx, opened, now)
+	}
+
 	in.mu.Lock()
 	share := len(in.ids)*int(round)/int(every) + 1
 	var beat []queue.VisitorID
