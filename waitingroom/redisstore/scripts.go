@@ -38,10 +38,10 @@ import "github.com/redis/go-redis/v9"
 // does not watch it: the sweep passes over it and leaves it out of the bucket's score,
 // and a bucket whose present waiters are all held leaves heard_buckets. Letting a
 // waiter go puts its bucket back with ZADD LT, and a lease that lapses makes every
-// bucket due at its last renewal, once. So a held waiter costs Redis one look when it is first swept and
-// nothing while it waits, where renewing each one's heard time every queue_ttl made an
-// idle million cost a sweep of the whole line per queue_ttl; an instance's death costs
-// one such sweep.
+// bucket due at its last renewal, once. So a held waiter costs Redis one look when its
+// bucket is first swept and nothing while it waits (renewing each one's heard time
+// every queue_ttl made an idle million cost a sweep of the whole line per queue_ttl),
+// and an instance's death costs one such sweep.
 //
 // Why not a second ZSET of waiters by last-heard: a ZSET entry costs ~120 bytes, two
 // would break the 200-byte budget per waiter. heard costs 4 bytes per ticket, and the
