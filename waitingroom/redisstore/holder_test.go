@@ -255,50 +255,44 @@ func TestLapsedLeaseSendsItsWaitersAway(t *testing.T) {
 	h := newHolderRoom(t)
 	w := h.queue(3000)
 	h.hold(h.a, 0, w...)
-	all := func(present bool) []bool {
-		want := make([]bool, len(w))
-		for i := range want {
-			want[i] = present
-		}
-		return want
-	}
-	for s := 20 * time.Second; s <= 2*time.Minute; s += 20 * time.Second {
-		h.hold(h.a, s)
-		h.hold(h.b, s)
-		h.step(s + time.Second)
-	}
-	if n := h.watched(); n != 0 {
-		t.Fatalf("%d buckets still watched, though every waiter is held under a fresh lease", n)
-	}
-	// a renews last at 2 min; b lives on, holding nobody.
-	for s := 2*time.Minute + 10*time.Second; s < 3*time.Minute; s += 10 * time.Second {
-		h.hold(h.b, s)
-		h.step(s)
-	}
-	h.step(3*time.Minute - time.Millisecond)
-	h.wantPresent(3*time.Minute, w, all(true)...)
-	h.step(3 * time.Minute)
-	h.wantPresent(3*time.Minute, w, all(false)...)
-
-	// a is back: its hub holds its waiters again, and renews until 5 min.
+	h.lapse(0, w)
+	// a is back: its hub holds its waiters again.
 	h.hold(h.a, 4*time.Minute, w...)
-	h.wantPresent(4*time.Minute, w, all(true)...)
-	for s := 4*time.Minute + 20*time.Second; s <= 5*time.Minute; s += 20 * time.Second {
+	h.wantPresent(4*time.Minute, w, everyone(len(w), true)...)
+	h.lapse(4*time.Minute, w)
+}
+
+// lapse runs both instances from start, a holding ids and b holding nobody, for two
+// minutes of renewals and steps, then only b for one more: ids are out of the sweep's
+// watch, present until queue_ttl after a's last renewal, and away at it.
+func (h *holderRoom) lapse(start time.Duration, ids []queue.VisitorID) {
+	h.t.Helper()
+	last := start + 2*time.Minute
+	for s := start + 20*time.Second; s <= last; s += 20 * time.Second {
 		h.hold(h.a, s)
 		h.hold(h.b, s)
 		h.step(s + time.Second)
 	}
 	if n := h.watched(); n != 0 {
-		t.Fatalf("%d buckets still watched after the instance came back", n)
+		h.t.Fatalf("%d buckets still watched, though every waiter is held under a fresh lease", n)
 	}
-	for s := 5*time.Minute + 10*time.Second; s < 6*time.Minute; s += 10 * time.Second {
+	end := last + h.lim.QueueTTL
+	for s := last + 10*time.Second; s < end; s += 10 * time.Second {
 		h.hold(h.b, s)
 		h.step(s)
 	}
-	h.step(6*time.Minute - time.Millisecond)
-	h.wantPresent(6*time.Minute, w, all(true)...)
-	h.step(6 * time.Minute)
-	h.wantPresent(6*time.Minute, w, all(false)...)
+	h.step(end - time.Millisecond)
+	h.wantPresent(end, ids, everyone(len(ids), true)...)
+	h.step(end)
+	h.wantPresent(end, ids, everyone(len(ids), false)...)
+}
+
+func everyone(n int, present bool) []bool {
+	want := make([]bool, n)
+	for i := range want {
+		want[i] = present
+	}
+	return want
 }
 
 // A waiter let go after the sweep stopped watching it (it was held) is watched again:
