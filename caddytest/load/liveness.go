@@ -449,7 +449,6 @@ func (in *simInstance) keepAlive(ctx context.Context, now time.Time, hold bool, 
 		*renewed = now
 		return h.Hold(ctx, opened, now)
 	}
-
 	in.mu.Lock()
 	share := len(in.ids)*int(round)/int(every) + 1
 	var beat []queue.VisitorID
