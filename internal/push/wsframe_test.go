@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,6 +93,12 @@ func pushNumbered(s *socket, k, pad int) {
 // numbered ones (the hub's own pushes, position 1, may come between) only ever grow;
 // any damage to a frame fails the library's read.
 func readNumbered(ctx context.Context, c *websocket.Conn, last int) error {
+	return readNumberedTelling(ctx, c, last, nil)
+}
+
+// readNumberedTelling is readNumbered, storing in heard (unless nil) the last number
+// read, for a writer that paces itself by the reader.
+func readNumberedTelling(ctx context.Context, c *websocket.Conn, last int, heard *atomic.Int64) error {
 	prev := 0
 	for {
 		_, data, err := c.Read(ctx)
@@ -109,6 +116,9 @@ func readNumbered(ctx context.Context, c *websocket.Conn, last int) error {
 			return fmt.Errorf("message %d came after %d", v.Position, prev)
 		}
 		prev = v.Position
+		if heard != nil {
+			heard.Store(int64(prev))
+		}
 		if prev == last {
 			return nil
 		}
@@ -155,11 +165,15 @@ func TestPushToAStalledClientKeepsFramesWholeAndInOrder(t *testing.T) {
 func TestLibraryFramesAndPushedFramesDoNotInterleave(t *testing.T) {
 	ctx, c, s := connectedWaiter(t, 60*time.Second)
 
-	// Positions go out all the while the pings are answered, then a last one; paced,
-	// so that a pong waits behind a few frames, not behind megabytes of them.
-	const pings, last = 100, 1 << 30
+	// Positions go out all the while the pings are answered, then a last one; paced by
+	// the reader, at most window frames ahead of it, so that a pong waits behind a few
+	// frames, not behind megabytes of them, however slow the machine (the library gives
+	// a pong 5 s).
+	const pings, last, window = 100, 1 << 30, 64
+	var heard atomic.Int64
+	heard.Store(firstNumbered - 1)
 	read := make(chan error, 1)
-	go func() { read <- readNumbered(ctx, c, last) }()
+	go func() { read <- readNumberedTelling(ctx, c, last, &heard) }()
 	pinged := make(chan error, 1)
 	go func() {
 		for range pings {
@@ -185,10 +199,15 @@ func TestLibraryFramesAndPushedFramesDoNotInterleave(t *testing.T) {
 			pinging = false
 		default:
 		}
-		pushNumbered(s, k, 0)
-		if k%16 == 0 {
-			time.Sleep(time.Millisecond)
+		for int64(k)-heard.Load() > window {
+			select {
+			case err := <-read:
+				t.Fatalf("the reader stopped before the last position: %v", err)
+			default:
+			}
+			time.Sleep(50 * time.Microsecond)
 		}
+		pushNumbered(s, k, 0)
 	}
 	pushNumbered(s, last, 0)
 	if err := <-read; err != nil {
