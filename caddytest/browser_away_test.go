@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -65,7 +66,10 @@ func (b *tab) setLifecycle(state page.SetWebLifecycleStateState) {
 }
 
 // setOffline cuts the tab off the network, open sockets included, and tells the page
-// (navigator.onLine, the offline and online events); needs enableNetwork.
+// (navigator.onLine, the offline and online events); needs enableNetwork. It speaks
+// the protocol of the Chromium it finds: the rules and the network state of newer
+// ones, and Network.emulateNetworkConditions, which does both, where those are
+// refused (Debian's Chromium 148 answers them "Invalid parameters").
 func (b *tab) setOffline(off bool) {
 	b.t.Helper()
 	rules := []*network.Conditions{}
@@ -73,12 +77,30 @@ func (b *tab) setOffline(off bool) {
 		rules = append(rules, &network.Conditions{Offline: true, DownloadThroughput: -1, UploadThroughput: -1})
 	}
 	b.do(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		if _, err := chromedp.Call(ctx, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{MatchedNetworkConditions: rules}); err != nil {
-			return err
+		_, err := chromedp.Call(ctx, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{MatchedNetworkConditions: rules})
+		if err == nil {
+			_, err = chromedp.Call(ctx, network.OverrideNetworkState, network.OverrideNetworkStateParams{Offline: off, DownloadThroughput: -1, UploadThroughput: -1})
 		}
-		_, err := chromedp.Call(ctx, network.OverrideNetworkState, network.OverrideNetworkStateParams{Offline: off, DownloadThroughput: -1, UploadThroughput: -1})
-		return err
+		if err == nil {
+			return nil
+		}
+		_, legacyErr := chromedp.Call(ctx, emulateNetworkConditions, legacyNetworkConditions{Offline: off, DownloadThroughput: -1, UploadThroughput: -1})
+		if legacyErr != nil {
+			return fmt.Errorf("network conditions by rule: %v; the older command: %w", err, legacyErr)
+		}
+		return nil
 	}))
+}
+
+// emulateNetworkConditions is the protocol's older command, which cdproto no longer
+// lists.
+var emulateNetworkConditions = cdp.Command[legacyNetworkConditions, struct{}]{Method: "Network.emulateNetworkConditions"}
+
+type legacyNetworkConditions struct {
+	Offline            bool    `json:"offline"`
+	Latency            float64 `json:"latency"`
+	DownloadThroughput float64 `json:"downloadThroughput"`
+	UploadThroughput   float64 `json:"uploadThroughput"`
 }
 
 // grantNotifications answers the page's permission request for notifications with
