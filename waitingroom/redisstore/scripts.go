@@ -94,11 +94,16 @@ local function rate_budget(now, n, per)
   return math.max(n - redis.call('ZCARD', rate), 0)
 end
 
--- Calls redis.call(cmd, key, ...) with args in chunks small enough for unpack; a
--- chunk's size is a multiple of 4, so pairs and BITFIELD's operations stay whole.
-local function in_chunks(cmd, key, args)
+-- Calls redis.call(cmd, key, [flag,] ...) with args in chunks small enough for unpack;
+-- a chunk's size is a multiple of 4, so pairs and BITFIELD's operations stay whole.
+local function in_chunks(cmd, key, args, flag)
   for i = 1, #args, 1000 do
-    redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
+    local chunk = {unpack(args, i, math.min(i + 999, #args))}
+    if flag then
+      redis.call(cmd, key, flag, unpack(chunk))
+    else
+      redis.call(cmd, key, unpack(chunk))
+    end
   end
 end
 
@@ -433,19 +438,14 @@ do
       end
     end
   end
-  if lapsed then
-    local first = redis.call('BITPOS', held, 1)
-    if first >= 0 then
-      local last, due = redis.call('STRLEN', held) * 8 - 1, {}
-      for b = math.floor(first / BUCKET), math.floor(last / BUCKET) do
-        local n = #due
-        due[n + 1], due[n + 2] = lapsed, b
-        if n + 2 >= 1000 or b == math.floor(last / BUCKET) then
-          redis.call('ZADD', buckets, 'LT', unpack(due))
-          due = {}
-        end
-      end
+  local first = lapsed and redis.call('BITPOS', held, 1) or -1
+  if first >= 0 then
+    local due = {}
+    for b = math.floor(first / BUCKET), math.floor((redis.call('STRLEN', held) * 8 - 1) / BUCKET) do
+      local n = #due
+      due[n + 1], due[n + 2] = lapsed, b
     end
+    in_chunks('ZADD', buckets, due, 'LT')
   end
 end
 
