@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testalloc"
 )
 
 // jsonView is what a JSON visit answered, and the cookie it left.
@@ -204,12 +205,15 @@ func TestSessionMaxKeepsTheAdmittedPathLocal(t *testing.T) {
 		r.Header.Set("Cookie", tr.h.Cookie.Name+"="+c)
 		w := &discard{h: make(http.Header)}
 		next := okHandler()
-		allocs[tr] = testing.AllocsPerRun(500, func() {
+		allocs[tr] = testalloc.Allocs(5000, func() {
 			clear(w.h)
 			_ = tr.h.ServeHTTP(w, r, next)
 		})
 	}
-	if allocs[timed] != allocs[plain] {
-		t.Fatalf("an admitted request allocates %v times with session_max, %v without", allocs[timed], allocs[plain])
+	// The token's MAC comes from a pool, which the race detector empties at random: that
+	// adds the same fraction of an allocation to both, well under the one of a new
+	// allocation on the path.
+	if allocs[timed] > allocs[plain]+0.5 {
+		t.Fatalf("an admitted request allocates %.2f times with session_max, %.2f without", allocs[timed], allocs[plain])
 	}
 }
