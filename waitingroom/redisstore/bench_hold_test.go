@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 // BenchmarkHeldQueue keeps n waiters, every one held by this instance, present for one
@@ -100,4 +102,35 @@ func BenchmarkStepAdmits(b *testing.B) {
 	}
 	b.ReportMetric(float64(u.total-u0.total)/float64(admitted), "redis_cmds/admission")
 	b.ReportMetric(float64((u.cpu-u0.cpu).Microseconds())/float64(admitted), "redis_cpu_µs/admission")
+}
+
+// BenchmarkHoldJoined is a hub's round holding the sockets opened since its last: each
+// operation holds 25 waiters who joined in the meantime (50 joins a second on each of
+// 20 instances, with a round every 500 ms), spread over a line of 100k as a fleet's
+// joins interleave. It reports Redis's commands and CPU time per waiter held.
+func BenchmarkHoldJoined(b *testing.B) {
+	const perHold = 25
+	srv, s := benchStore(b)
+	ids, _ := fillQueue(b, s, 100_000)
+	if b.N*perHold > len(ids) {
+		b.Fatalf("%d holds of %d waiters need more than a line of %d", b.N, perHold, len(ids))
+	}
+	ctx, at := context.Background(), time.Now()
+	u0 := usageOf(b, srv)
+	b.ResetTimer()
+	for i := range b.N {
+		batch := make([]queue.VisitorID, perHold)
+		for j := range batch {
+			// Every 20th waiter from this op's place: the others joined elsewhere.
+			batch[j] = ids[(i*perHold+j*20)%len(ids)]
+		}
+		if err := s.Hold(ctx, batch, at); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	u := usageOf(b, srv)
+	held := float64(b.N * perHold)
+	b.ReportMetric(float64(u.total-u0.total)/held, "redis_cmds/waiter")
+	b.ReportMetric(float64((u.cpu-u0.cpu).Microseconds())/held, "redis_cpu_µs/waiter")
 }

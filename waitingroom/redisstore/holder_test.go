@@ -176,12 +176,29 @@ func TestHoldMovesToAnotherInstance(t *testing.T) {
 // A held waiter that went away (its instance was cut off) is back when held again.
 func TestHoldBringsBackAnAwayWaiter(t *testing.T) {
 	h := newHolderRoom(t)
-	w := h.queue(1)
+	w := h.queue(3)
+	h.hold(h.b, 90*time.Second, w[2])
 	h.step(2 * time.Minute)
-	h.wantPresent(2*time.Minute, w, false)
-	h.hold(h.b, 3*time.Minute, w[0])
+	h.wantPresent(2*time.Minute, w, false, false, true)
+	h.wantCounts(1, 2)
+	// One call holds a present waiter, two away ones and one twice.
+	h.hold(h.b, 3*time.Minute, w[2], w[0], w[1], w[0])
+	h.wantCounts(3, 0)
 	h.step(3*time.Minute + time.Second)
-	h.wantPresent(3*time.Minute, w, true)
+	h.wantPresent(3*time.Minute, w, true, true, true)
+	h.wantCounts(3, 0)
+}
+
+// wantCounts checks the room's counts of present and away waiters.
+func (h *holderRoom) wantCounts(waiting, away int) {
+	h.t.Helper()
+	st, err := h.a.Stats(context.Background())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if st.Waiting != waiting || st.Away != away {
+		h.t.Fatalf("%d waiting and %d away, want %d and %d", st.Waiting, st.Away, waiting, away)
+	}
 }
 
 // Across many buckets: every other waiter of a long queue is held, the rest are

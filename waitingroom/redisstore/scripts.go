@@ -334,24 +334,45 @@ end
 return 0
 `)
 
-// holdScript: ARGV now, slot (0: give this instance one), id... Renews the instance's
-// lease, and marks every id that is queued as held by it, so heard from now through
-// that lease (an away one is back); its own heard time is left as it is. Returns the
-// slot.
+// holdScript: ARGV now, slot (0: give this instance one), id... (at most
+// heartbeatBatch). Renews the instance's lease, and marks every id that is queued as
+// held by it, so heard from now through that lease (an away one is back); its own
+// heard time is left as it is. Returns the slot.
+//
+// The hub holds each round's new sockets in one call, so a call carries every waiter
+// who joined on this instance since the last: their tickets are looked up in one
+// ZMSCORE and their holders and live bits written in one BITFIELD each (the live
+// bits' old values say who was away), a few commands a call where it was three a
+// waiter.
 var holdScript = redis.NewScript(prelude + `
 local now, slot = tonumber(ARGV[1]), tonumber(ARGV[2])
 if slot == 0 then slot = (redis.call('HINCRBY', meta, 'instances', 1) - 1) % 65535 + 1 end
 redis.call('HSET', leases, slot, now)
 local base, epoch = epoch_of()
 if not base or #ARGV < 3 then return slot end
-local r, mine = rel(now, epoch), struct.pack('>I2', slot)
-for i = 3, #ARGV do
-  local t = redis.call('ZSCORE', queue, ARGV[i])
+local r = rel(now, epoch)
+local mine, lives, offs = {}, {}, {}
+for _, t in ipairs(redis.call('ZMSCORE', queue, unpack(ARGV, 3))) do
   if t then
     local off = tonumber(t) - base
-    redis.call('SETRANGE', holders, off * 2, mine)
-    revive(off, r)
+    local n = #mine
+    mine[n + 1], mine[n + 2], mine[n + 3], mine[n + 4] = 'SET', 'u16', '#' .. off, slot
+    lives[n + 1], lives[n + 2], lives[n + 3], lives[n + 4] = 'SET', 'u1', off, 1
+    offs[#offs + 1] = off
   end
+end
+if #offs == 0 then return slot end
+redis.call('BITFIELD', holders, unpack(mine))
+local back, watch = 0, {}
+for i, was in ipairs(redis.call('BITFIELD', live, unpack(lives))) do
+  if was == 0 then
+    back = back + 1
+    watch[math.floor(offs[i] / BUCKET)] = true
+  end
+end
+if back > 0 then
+  redis.call('HINCRBY', meta, 'away', -back)
+  for b in pairs(watch) do redis.call('ZADD', buckets, 'LT', r, b) end
 end
 return slot
 `)
