@@ -321,7 +321,7 @@ func fillSim(ctx context.Context, inst []*simInstance, n int, lim queue.Limits, 
 
 // runInstances runs every instance's loops for d: steps every 250 ms, positions every
 // 500 ms, liveness (a lease renewal, or hearing of a share of its waiters) every round,
-// and joinsPerSecond new waiters spread over the instances.
+// and joinsPerSecond new waiters spread over the instances (arrivals).
 func runInstances(ctx context.Context, inst []*simInstance, d time.Duration, lim queue.Limits,
 	hold bool, heartbeatEvery time.Duration, joinsPerSecond int) error {
 	// The window ends the loops, not the store calls in flight: a call sent just before
@@ -358,11 +358,6 @@ func runInstances(ctx context.Context, inst []*simInstance, d time.Duration, lim
 				if _, err := in.store.Step(gctx, now, lim); err != nil {
 					return ignoreDone(gctx, err)
 				}
-				for range joinsPerSecond * int(step/time.Millisecond) / 1000 / len(inst) {
-					if err := in.join(gctx, now, lim, hold); err != nil {
-						return ignoreDone(gctx, err)
-					}
-				}
 				if k%int(round/step) != 0 {
 					continue
 				}
@@ -376,8 +371,31 @@ func runInstances(ctx context.Context, inst []*simInstance, d time.Duration, lim
 				in.forget(tickets, out)
 			}
 		})
+		if joinsPerSecond > 0 {
+			g.Go(func() error { return in.arrivals(window, gctx, lim, hold, joinsPerSecond/len(inst)) })
+		}
 	}
 	return g.Wait()
+}
+
+// arrivals joins perSecond new waiters a second on this instance until the window
+// ends, evenly spaced, each from a goroutine of its own as requests arrive: a join
+// does not wait for the one before it.
+func (in *simInstance) arrivals(window, ctx context.Context, lim queue.Limits, hold bool, perSecond int) error {
+	every := time.Second / time.Duration(perSecond)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	var g errgroup.Group
+	for {
+		select {
+		case <-window.Done():
+			return g.Wait()
+		case <-ctx.Done():
+			return g.Wait()
+		case now := <-tick.C:
+			g.Go(func() error { return ignoreDone(ctx, in.join(ctx, now, lim, hold)) })
+		}
+	}
 }
 
 func ignoreDone(ctx context.Context, err error) error {
