@@ -21,6 +21,7 @@ import (
 //		dial_timeout <duration>
 //		timeout      <duration>
 //		pool_size    <n>
+//		join_wait    <duration>
 //	}
 func (r *Redis) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the module name
@@ -93,6 +94,16 @@ func (r *Redis) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			} else {
 				r.DialTimeout = caddy.Duration(dur)
 			}
+		case "join_wait":
+			if len(args) != 1 {
+				return d.ArgErr()
+			}
+			dur, err := caddy.ParseDuration(args[0])
+			if err != nil || dur < 0 {
+				return d.Errf("join_wait must be a duration >= 0, not %q", args[0])
+			}
+			wait := caddy.Duration(dur)
+			r.JoinWait = &wait
 		default:
 			return d.Errf("unrecognized subdirective %q", name)
 		}

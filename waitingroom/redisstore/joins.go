@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
@@ -20,10 +21,20 @@ const maxJoinBatch = 128
 // lone join cost it as much again as the script on a busy machine). Under a surge,
 // one call takes many visitors, which saves Redis and both ends of the connection a
 // request each; a goroutine drains the batches, and ends when nothing is pending.
+//
+// While the room has a line, a join that finds nothing in flight waits joinWait for
+// others to share its call. Those visitors are queued whatever happens, and wait
+// minutes; a fleet's joins are its Redis's largest cost once the line moves, and a
+// lone join costs Redis nearly as much as a batch of several (docs/performance.md,
+// "A million waiters on one Redis"). With no line, a join may be an admission, and
+// goes at once.
 type joinBatcher struct {
 	mu       sync.Mutex
 	pending  []*joinRequest
-	draining bool // a join is in flight: arrivals wait in pending for the next batch
+	draining bool // a join is in flight or waiting: arrivals wait in pending for the next batch
+	// line is whether the last answered join saw a line (it was queued, or others were
+	// waiting): the next join will most likely be queued too.
+	line atomic.Bool
 }
 
 type joinRequest struct {
@@ -44,7 +55,7 @@ func (s *roomStore) Join(ctx context.Context, id queue.VisitorID, now time.Time,
 	req := &joinRequest{id: id, now: now, lim: lim, ctx: ctx}
 	b := &s.joins
 	b.mu.Lock()
-	if !b.draining {
+	if !b.draining && (s.joinWait <= 0 || !b.line.Load()) {
 		b.draining = true
 		b.mu.Unlock()
 		r := s.joinBatch(ctx, []*joinRequest{req})[0]
@@ -55,6 +66,10 @@ func (s *roomStore) Join(ctx context.Context, id queue.VisitorID, now time.Time,
 	}
 	req.done = make(chan joinResult, 1)
 	b.pending = append(b.pending, req)
+	if !b.draining {
+		b.draining = true
+		time.AfterFunc(s.joinWait, s.drainJoins)
+	}
 	b.mu.Unlock()
 	select {
 	case r := <-req.done:
@@ -135,12 +150,18 @@ func (s *roomStore) joinBatch(ctx context.Context, batch []*joinRequest) []joinR
 		err = fmt.Errorf("unexpected reply of %d numbers for %d visitors", len(res), len(batch))
 	}
 	out := make([]joinResult, len(batch))
+	line := false
 	for i := range batch {
 		if err != nil {
 			out[i].err = fmt.Errorf("joining room: %w", err)
 			continue
 		}
-		out[i].status, out[i].err = toStatus(res[statusReply*i : statusReply*(i+1)])
+		st, bad := toStatus(res[statusReply*i : statusReply*(i+1)])
+		out[i].status, out[i].err = st, bad
+		line = line || st.State == queue.Queued || st.Waiting > 0
+	}
+	if err == nil {
+		s.joins.line.Store(line)
 	}
 	return out
 }

@@ -142,6 +142,80 @@ func TestLoneJoins(t *testing.T) {
 	}
 }
 
+// While the room has a line, a join waits join_wait for others to share its script
+// call; with no line (a join may be an admission) it goes at once. The room learns
+// which from the joins' answers.
+func TestJoinsWaitForCompanyWhileThereIsALine(t *testing.T) {
+	srv := testredis.Start(t)
+	ctx, now := context.Background(), time.Unix(1_800_000_000, 0)
+	lim := queue.Limits{Capacity: 1, SessionTTL: time.Hour, QueueTTL: time.Hour}
+	// Two instances of one room: one waits long enough for every concurrent join below
+	// to arrive, the other so long that a join that waited would fail the test.
+	wait, never := caddy.Duration(2*time.Second), caddy.Duration(time.Hour)
+	waits := open(t, provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(10 * time.Second), JoinWait: &wait}))
+	ctx2, cancel := caddy.NewContext(caddy.Context{Context: ctx})
+	t.Cleanup(cancel)
+	mod := provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(2 * time.Hour), JoinWait: &never})
+	st, release, err := mod.OpenStore(ctx2, waits.roomName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	prompt := st.(*roomStore)
+	// A join of the other that waited the hour fails with this deadline instead.
+	promptly, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+
+	// No line: the first visitor is admitted at once.
+	if st, err := prompt.Join(promptly, queue.NewVisitorID(), now, lim); err != nil || st.State != queue.Admitted {
+		t.Fatalf("the first join: %+v, %v", st, err)
+	}
+	// The next goes at once too, as the instance has seen no line yet, and is queued.
+	for i := range 2 {
+		if st, err := waits.Join(ctx, queue.NewVisitorID(), now, lim); err != nil || st.State != queue.Queued {
+			t.Fatalf("join %d: %+v, %v", i, st, err)
+		}
+	}
+
+	// A line: joins that arrive together share one call.
+	scripts0, _ := srv.Commands(t)
+	const together = 5
+	var wg sync.WaitGroup
+	positions := make([]int, together)
+	for i := range together {
+		wg.Go(func() {
+			st, err := waits.Join(ctx, queue.NewVisitorID(), now, lim)
+			if err != nil || st.State != queue.Queued {
+				t.Errorf("join %d in the line: %+v, %v", i, st, err)
+			}
+			positions[i] = st.Position
+		})
+	}
+	wg.Wait()
+	if scripts1, _ := srv.Commands(t); scripts1-scripts0 != 1 {
+		t.Fatalf("%d joins that arrived together while there was a line took %d script calls", together, scripts1-scripts0)
+	}
+	slices.Sort(positions)
+	if !slices.Equal(positions, []int{3, 4, 5, 6, 7}) {
+		t.Fatalf("positions %v, want 3 to 7", positions)
+	}
+
+	// The line admitted, the instance that saw it waits once more, and learns from the
+	// answer (admitted) that the next goes at once. The other never saw the line.
+	if _, err := waits.Step(ctx, now, queue.Limits{Capacity: 100, SessionTTL: time.Hour, QueueTTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	lim.Capacity = 100
+	for i := range 2 {
+		if st, err := waits.Join(ctx, queue.NewVisitorID(), now, lim); err != nil || st.State != queue.Admitted {
+			t.Fatalf("join %d after the line was admitted: %+v, %v", i, st, err)
+		}
+	}
+	if st, err := prompt.Join(promptly, queue.NewVisitorID(), now, lim); err != nil || st.State != queue.Admitted { // an hour, had it waited
+		t.Fatalf("a join on the instance that saw no line: %+v, %v", st, err)
+	}
+}
+
 // One join script call for a batch leaves the room exactly as the same visitors
 // joining one call each, and as the Store contract says: the same answers, counters
 // and positions, and the same waiters kept, dropped and admitted by the step after.

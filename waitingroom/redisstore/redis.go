@@ -14,6 +14,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -36,9 +37,10 @@ func init() {
 
 // Default settings.
 const (
-	DefaultPrefix  = "waiting_room:"
-	DefaultAddress = "127.0.0.1:6379"
-	DefaultTimeout = caddy.Duration(time.Second)
+	DefaultPrefix   = "waiting_room:"
+	DefaultAddress  = "127.0.0.1:6379"
+	DefaultTimeout  = caddy.Duration(time.Second)
+	DefaultJoinWait = caddy.Duration(20 * time.Millisecond)
 )
 
 // Redis keeps waiting rooms in Redis. Every instance configured with the same Redis
@@ -92,6 +94,12 @@ type Redis struct {
 	// PoolSize is the maximum number of connections per Redis node. Default: go-redis's
 	// (10 per CPU).
 	PoolSize int `json:"pool_size,omitempty"`
+
+	// JoinWait is how long a new visitor's join waits for others to share its call to
+	// Redis while the room has a line (they are queued whatever happens, and wait far
+	// longer than this); with no line a join goes at once. It must be shorter than
+	// timeout. Default: 20ms; 0 never waits.
+	JoinWait *caddy.Duration `json:"join_wait,omitempty"`
 
 	settings settings
 	logger   *zap.Logger
@@ -191,8 +199,20 @@ func (r *Redis) Validate() error {
 		return errors.New("timeouts must not be negative")
 	case r.MasterName != "" && len(r.Addresses) == 0:
 		return errors.New("sentinel needs the addresses of the Sentinels")
+	case r.JoinWait != nil && *r.JoinWait < 0:
+		return errors.New("join_wait must not be negative")
+	case r.joinWait() >= time.Duration(cmp.Or(r.Timeout, DefaultTimeout)):
+		return fmt.Errorf("join_wait %v must be shorter than timeout %v", r.joinWait(), time.Duration(cmp.Or(r.Timeout, DefaultTimeout)))
 	}
 	return nil
+}
+
+// joinWait is JoinWait, or its default when unset.
+func (r *Redis) joinWait() time.Duration {
+	if r.JoinWait == nil {
+		return time.Duration(DefaultJoinWait)
+	}
+	return time.Duration(*r.JoinWait)
 }
 
 // OpenStore returns the named room's store on a pooled client. The release function
@@ -212,7 +232,7 @@ func (r *Redis) OpenStore(ctx caddy.Context, room string) (queue.Store, func(), 
 	release := func() {
 		once.Do(func() { _, _ = clients.Delete(key) })
 	}
-	return newRoomStore(val.(*sharedClient), r.Prefix, room, r.settings.timeout), release, nil
+	return newRoomStore(val.(*sharedClient), r.Prefix, room, r.settings.timeout, r.joinWait()), release, nil
 }
 
 func (s settings) poolKey() string {

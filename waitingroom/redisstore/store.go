@@ -32,6 +32,7 @@ type roomStore struct {
 	secret    string
 	overrides string
 	timeout   time.Duration
+	joinWait  time.Duration // see joinBatcher
 	joins     joinBatcher
 	clock     redisClock
 	// slot is this instance's number among the room's holders (see queue.Holder), 0
@@ -42,7 +43,7 @@ type roomStore struct {
 
 var _ queue.Store = (*roomStore)(nil)
 
-func newRoomStore(shared *sharedClient, prefix, room string, timeout time.Duration) *roomStore {
+func newRoomStore(shared *sharedClient, prefix, room string, timeout, joinWait time.Duration) *roomStore {
 	base := prefix + "{" + room + "}:"
 	return &roomStore{
 		shared: shared,
@@ -56,6 +57,7 @@ func newRoomStore(shared *sharedClient, prefix, room string, timeout time.Durati
 		secret:    base + "secret",
 		overrides: base + "overrides",
 		timeout:   timeout,
+		joinWait:  joinWait,
 	}
 }
 
