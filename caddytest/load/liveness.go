@@ -14,15 +14,16 @@ import (
 	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom/redisstore"
 )
 
-// The liveness section is a store-level simulation of one room on one Redis master:
-// n waiters spread over simInstances simulated instances, each running what a caddy's
-// room and hub run against the store (an admission step every 250 ms, every listed
-// waiter's position every 500 ms, and keeping its waiters alive), with no sockets. It
-// runs each size twice where the machine allows: with the hubs holding their waiters
-// (queue.Holder: each round, one call for the sockets opened since the last, and one
-// lease per instance) and, as the baseline, hearing of every waiter every heartbeat
-// interval, as hubs did before. Each Redis is a fresh redis-server of the run; its
-// commands, CPU and memory are read from the server itself.
+// The liveness section is a store-level simulation of one room on one Redis master: n
+// waiters spread over simInstances simulated instances, each running what a caddy's
+// room and hub run against the store (a tick every 250 ms: the runtime settings, an
+// admission step and the counters; every listed waiter's position every 500 ms; and
+// keeping its waiters alive), with no sockets. It runs each size twice where the
+// machine allows: with the hubs holding their waiters (queue.Holder: each round, one
+// call for the sockets opened since the last, and one lease per instance) and, as the
+// baseline, hearing of every waiter every heartbeat interval, as hubs did before. Each
+// Redis is a fresh redis-server of the run; its commands, CPU and memory are read from
+// the server itself.
 func init() {
 	register(section{
 		name:  "liveness",
@@ -355,7 +356,7 @@ func runInstances(ctx context.Context, inst []*simInstance, d time.Duration, lim
 				if err := in.keepAlive(gctx, now, hold, heartbeatEvery, round, &renewed, k%int(round/step) == 0); err != nil {
 					return ignoreDone(gctx, err)
 				}
-				if _, err := in.store.Step(gctx, now, lim); err != nil {
+				if err := in.tick(gctx, now, lim); err != nil {
 					return ignoreDone(gctx, err)
 				}
 				if k%int(round/step) != 0 {
@@ -376,6 +377,19 @@ func runInstances(ctx context.Context, inst []*simInstance, d time.Duration, lim
 		}
 	}
 	return g.Wait()
+}
+
+// tick is what a room's tick asks of the store: its runtime settings, an admission
+// step, and the counters its pages and metrics show.
+func (in *simInstance) tick(ctx context.Context, now time.Time, lim queue.Limits) error {
+	if _, err := in.store.Overrides(ctx); err != nil {
+		return err
+	}
+	if _, err := in.store.Step(ctx, now, lim); err != nil {
+		return err
+	}
+	_, err := in.store.Stats(ctx)
+	return err
 }
 
 // arrivals joins perSecond new waiters a second on this instance until the window
