@@ -102,8 +102,7 @@ func (r *Redis) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err != nil || dur < 0 {
 				return d.Errf("join_wait must be a duration >= 0, not %q", args[0])
 			}
-			wait := caddy.Duration(dur)
-			r.JoinWait = &wait
+			r.JoinWait = caddy.Duration(dur)
 		default:
 			return d.Errf("unrecognized subdirective %q", name)
 		}

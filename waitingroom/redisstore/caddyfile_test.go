@@ -34,7 +34,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 			want: Redis{
 				URL: "rediss://cache:6379", Username: "caddy", Password: "{env.REDIS_PASSWORD}",
 				DB: 3, TLS: true, Prefix: "shop:", DialTimeout: caddy.Duration(2 * time.Second),
-				Timeout: caddy.Duration(500 * time.Millisecond), PoolSize: 20, JoinWait: durationPtr(5 * time.Millisecond),
+				Timeout: caddy.Duration(500 * time.Millisecond), PoolSize: 20, JoinWait: caddy.Duration(5 * time.Millisecond),
 			},
 		},
 		{
@@ -55,7 +55,6 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{input: "redis {\n pool_size many\n}", wantErr: "pool_size must be a whole number"},
 		{input: "redis {\n timeout soon\n}", wantErr: "timeout must be a positive duration"},
 		{input: "redis {\n dial_timeout 0s\n}", wantErr: "dial_timeout must be a positive duration"},
-		{input: "redis {\n join_wait 0\n}", want: Redis{JoinWait: durationPtr(0)}},
 		{input: "redis {\n join_wait -1s\n}", wantErr: "join_wait must be a duration >= 0"},
 		{input: "redis {\n join_wait\n}", wantErr: "wrong argument count"},
 		{input: "redis {\n tls yes\n}", wantErr: "wrong argument count"},
@@ -120,8 +119,8 @@ func TestProvision(t *testing.T) {
 		{name: "bad url", config: Redis{URL: "http://x"}, wantErr: "parsing url"},
 		{name: "db with cluster", config: Redis{Addresses: []string{"a:1", "b:2"}, DB: 1}, wantErr: "db must be 0 with Redis Cluster"},
 		{name: "braces in prefix", config: Redis{Prefix: "wr{x}:"}, wantErr: "must not contain braces"},
-		{name: "join_wait past the default timeout", config: Redis{JoinWait: durationPtr(time.Second)}, wantErr: "join_wait 1s must be shorter than timeout 1s"},
-		{name: "join_wait past timeout", config: Redis{Timeout: caddy.Duration(10 * time.Millisecond)}, wantErr: "join_wait 20ms must be shorter than timeout 10ms"},
+		{name: "join_wait past the default timeout", config: Redis{JoinWait: caddy.Duration(time.Second)}, wantErr: "join_wait 1s must be shorter than timeout 1s"},
+		{name: "join_wait past timeout", config: Redis{Timeout: caddy.Duration(10 * time.Millisecond), JoinWait: caddy.Duration(20 * time.Millisecond)}, wantErr: "join_wait 20ms must be shorter than timeout 10ms"},
 		{name: "sentinel without addresses", config: Redis{MasterName: "m"}, wantErr: "sentinel needs the addresses"},
 	}
 	for _, tc := range tests {
@@ -150,9 +149,4 @@ func TestProvision(t *testing.T) {
 			}
 		})
 	}
-}
-
-func durationPtr(d time.Duration) *caddy.Duration {
-	c := caddy.Duration(d)
-	return &c
 }

@@ -22,8 +22,8 @@ const maxJoinBatch = 128
 // one call takes many visitors, which saves Redis and both ends of the connection a
 // request each; a goroutine drains the batches, and ends when nothing is pending.
 //
-// While the room has a line, a join that finds nothing in flight waits joinWait for
-// others to share its call. Those visitors are queued whatever happens, and wait
+// While the room has a line, a join that finds nothing in flight waits joinWait
+// (join_wait, 0 unless set) for others to share its call. Those visitors are queued whatever happens, and wait
 // minutes; a fleet's joins are its Redis's largest cost once the line moves, and a
 // lone join costs Redis nearly as much as a batch of several (docs/performance.md,
 // "A million waiters on one Redis"). With no line, a join may be an admission, and

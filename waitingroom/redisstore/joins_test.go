@@ -152,10 +152,10 @@ func TestJoinsWaitForCompanyWhileThereIsALine(t *testing.T) {
 	// Two instances of one room: one waits long enough for every concurrent join below
 	// to arrive, the other so long that a join that waited would fail the test.
 	wait, never := caddy.Duration(2*time.Second), caddy.Duration(time.Hour)
-	waits := open(t, provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(10 * time.Second), JoinWait: &wait}))
+	waits := open(t, provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(10 * time.Second), JoinWait: wait}))
 	ctx2, cancel := caddy.NewContext(caddy.Context{Context: ctx})
 	t.Cleanup(cancel)
-	mod := provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(2 * time.Hour), JoinWait: &never})
+	mod := provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(2 * time.Hour), JoinWait: never})
 	st, release, err := mod.OpenStore(ctx2, waits.roomName())
 	if err != nil {
 		t.Fatal(err)

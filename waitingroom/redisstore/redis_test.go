@@ -21,12 +21,6 @@ var roomSeq atomic.Int64
 // provision provisions a store module the way Caddy would.
 func provision(t testing.TB, r *Redis) *Redis {
 	t.Helper()
-	if r.JoinWait == nil {
-		// Tests join one visitor after another, so a join waiting for company would
-		// wait alone; TestJoinsWaitForCompanyWhileThereIsALine sets it.
-		none := caddy.Duration(0)
-		r.JoinWait = &none
-	}
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	t.Cleanup(cancel)
 	if err := r.Provision(ctx); err != nil {
@@ -86,7 +80,7 @@ func TestPassUsesAcrossInstances(t *testing.T) {
 		for i := range stores {
 			shared := newSharedClient(mod.settings.options(), zap.NewNop())
 			t.Cleanup(func() { shared.client.Close() })
-			stores[i] = newRoomStore(shared, mod.Prefix, room, mod.settings.timeout, mod.joinWait())
+			stores[i] = newRoomStore(shared, mod.Prefix, room, mod.settings.timeout, time.Duration(mod.JoinWait))
 		}
 		return stores
 	})
