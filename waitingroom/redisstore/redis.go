@@ -100,8 +100,7 @@ type Redis struct {
 	// whose instances each see a join every few tens of milliseconds, so most would go
 	// alone (20ms took a quarter off Redis's CPU with the line moving, in the
 	// simulation of 20 instances). A lone visitor arriving now and then waits it in
-	// full. It must be shorter than timeout. Default: 0, every
-	// join at once.
+	// full. It must be shorter than timeout. Default: 0, every join at once.
 	JoinWait caddy.Duration `json:"join_wait,omitempty"`
 
 	settings settings
