@@ -170,7 +170,8 @@ func TestJoinsWaitForCompanyWhileThereIsALine(t *testing.T) {
 	if st, err := prompt.Join(promptly, queue.NewVisitorID(), now, lim); err != nil || st.State != queue.Admitted {
 		t.Fatalf("the first join: %+v, %v", st, err)
 	}
-	// The next goes at once too, as the instance has seen no line yet, and is queued.
+	// The next two are queued: the first goes at once, as this instance has seen no
+	// line yet, and the second waits join_wait alone.
 	for i := range 2 {
 		if st, err := waits.Join(ctx, queue.NewVisitorID(), now, lim); err != nil || st.State != queue.Queued {
 			t.Fatalf("join %d: %+v, %v", i, st, err)
