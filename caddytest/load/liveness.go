@@ -327,7 +327,7 @@ func fillSim(ctx context.Context, inst []*simInstance, n int, lim queue.Limits, 
 	return nil
 }
 
-// runInstances runs every instance's loops for d: steps every 250 ms, positions every
+// runInstances runs every instance's loops for d: ticks every 250 ms, positions every
 // 500 ms, liveness (a lease renewal, or hearing of a share of its waiters) every round,
 // and joinsPerSecond new waiters spread over the instances (arrivals).
 func runInstances(ctx context.Context, inst []*simInstance, d time.Duration, lim queue.Limits,

@@ -190,6 +190,7 @@ func (r *Redis) Provision(ctx caddy.Context) error {
 
 // Validate checks the settings that need no Redis.
 func (r *Redis) Validate() error {
+	timeout := time.Duration(cmp.Or(r.Timeout, DefaultTimeout))
 	switch {
 	case strings.ContainsAny(r.Prefix, "{}"):
 		return fmt.Errorf("prefix %q must not contain braces: they would break the room's hash tag", r.Prefix)
@@ -203,8 +204,8 @@ func (r *Redis) Validate() error {
 		return errors.New("sentinel needs the addresses of the Sentinels")
 	case r.JoinWait < 0:
 		return errors.New("join_wait must not be negative")
-	case r.JoinWait > 0 && r.JoinWait >= cmp.Or(r.Timeout, DefaultTimeout):
-		return fmt.Errorf("join_wait %v must be shorter than timeout %v", time.Duration(r.JoinWait), time.Duration(cmp.Or(r.Timeout, DefaultTimeout)))
+	case r.JoinWait > 0 && time.Duration(r.JoinWait) >= timeout:
+		return fmt.Errorf("join_wait %v must be shorter than timeout %v", time.Duration(r.JoinWait), timeout)
 	}
 	return nil
 }
