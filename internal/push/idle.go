@@ -1,7 +1,5 @@
 package push
 
-import "crypto/tls"
-
 // A waiting socket hears from its client a few times an hour, and at 100,000 waiters
 // what each idle reader keeps is most of the memory. Blocked inside the WebSocket
 // library's read, the reader keeps a stack grown by that call path (4 KiB) and, over
@@ -27,9 +25,9 @@ func (s *socket) awaitClient() bool {
 	}
 	raw := s.raw
 	buffered := s.br == nil || s.br.Buffered() > 0
-	if tc, ok := s.conn.(*tls.Conn); ok && s.tlsRaw != nil {
-		raw = s.tlsRaw
-		buffered = !releaseHandshakeBuffers(tc) || buffered
+	if s.tls != nil {
+		raw = s.tls.raw
+		buffered = !releaseHandshakeBuffers(s.tls.tc) || buffered
 	}
 	s.mu.Unlock()
 	if raw == nil || buffered {

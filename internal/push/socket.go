@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net"
@@ -50,8 +51,9 @@ var admittedMessage = []byte(`{"type":"admitted"}`)
 
 // socket is one open waiting WebSocket. A push round writes a position onto the
 // connection itself only when that cannot wait: one non-blocking write(2) that the
-// client's kernel buffers take whole (push). Anything else (a client that is not
-// reading, an admission, a close, a TLS connection) goes to a writer goroutine of the
+// client's kernel buffers take whole (push), of the frame, or over TLS of its sealed
+// record (tlssocket.go). Anything else (a client that is not reading, an admission, a
+// close, a connection under TLS that is not plain TCP) goes to a writer goroutine of the
 // socket's own, so one slow client never holds up the pushes to the others. The writer
 // runs only while there is such news, so an idle socket costs one goroutine, its
 // reader, with a shallow stack: at 100,000 waiters, goroutines and their stacks are
@@ -61,14 +63,14 @@ type socket struct {
 	c       *websocket.Conn
 	conn    net.Conn        // c's connection, for write deadlines
 	raw     syscall.RawConn // conn's descriptor when it is plain TCP, for push; else nil
-	tlsRaw  syscall.RawConn // the descriptor under conn when it is TLS over TCP (tlssocket.go)
+	tls     *tlsWire        // the TCP connection under conn when it is TLS over TCP (tlssocket.go)
 	br      *bufio.Reader   // what the library reads c through, for awaitClient (idle.go)
 	id      queue.VisitorID
 	release func() // gives back the address's connection count; nil without a cap
 
 	// wire is held while a frame is being written, whoever writes it: push, the
 	// writer, or coder/websocket (through wireWriter). A frame is never cut by another.
-	wire wireLock
+	wire sync.Mutex
 
 	mu      sync.Mutex
 	rest    []byte // the unsent end of a frame push began; the writer sends it first
@@ -138,17 +140,26 @@ func (s *socket) deliver(frame []byte, slot *[]byte) {
 		}
 		s.wire.Unlock()
 	}
-	if s.tlsRaw != nil && !s.writing && !s.done && s.wire.TryLock() {
-		if s.wire.mayWriteTLS(s.tlsRaw, len(frame)) {
-			ok := s.writeTLSNow(frame)
+	if s.tls != nil && !s.writing && !s.done && s.wire.TryLock() {
+		rest, err := s.tls.push(frame)
+		switch {
+		case err != nil:
 			s.wire.Unlock()
 			s.mu.Unlock()
-			if !ok {
-				s.fail()
-			}
+			s.fail()
+			return
+		case rest == nil:
+			s.wire.Unlock()
+			s.mu.Unlock()
 			return
 		}
-		s.wire.Unlock()
+		// The frame is sealed and part of its record is out: as for plain TCP, the
+		// writer sends the rest first, the wire held till then.
+		s.rest = rest
+		s.writing = true
+		s.mu.Unlock()
+		go s.write()
+		return
 	}
 	// A newer position replaces one not yet written; only the latest matters.
 	*slot = bytes.Clone(frame)
@@ -197,7 +208,7 @@ func (s *socket) write() {
 	rest := s.rest
 	s.rest = nil
 	s.mu.Unlock()
-	if rest != nil && !s.sendHeld(rest) { // push left the wire held for it
+	if rest != nil && !s.sendHeld(s.transport(), rest) { // push left the wire held for it
 		s.fail()
 		return
 	}
@@ -263,8 +274,8 @@ func (hb *Hub) Serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID,
 	}
 	c.SetReadLimit(maxClientMessage)
 	s.c, s.conn, s.raw, s.br = c, sb.conn, rawTCP(sb.conn), sb.br
-	if tc, raw := tlsDescriptor(sb.conn); tc != nil {
-		s.tlsRaw = raw // its handshake's buffers go before the first wait (awaitClient)
+	if tc, ok := sb.conn.(*tls.Conn); ok {
+		s.tls = adoptTLS(tc) // its handshake's buffers go before the first wait (awaitClient)
 	}
 	if !hb.add(id, st.Ticket, s) {
 		c.Close(websocket.StatusServiceRestart, "reconnect")
@@ -325,22 +336,31 @@ func (s *socket) end() {
 // send writes frame, bounded by writeTimeout.
 func (s *socket) send(frame []byte) bool {
 	s.wire.Lock()
-	return s.sendHeld(frame)
+	return s.sendHeld(s.conn, frame)
 }
 
-// sendHeld writes frame with the wire already held, and lets go of it. The bound is a
-// deadline on the connection, not a context: a timer context kept per socket was
+// sendHeld writes b to c with the wire already held, and lets go of it: a frame to
+// the socket's connection, or what a push left unsent to its transport. The bound is
+// a deadline on the connection, not a context: a timer context kept per socket was
 // 1.5 KiB of what each waiter cost. The deadline is cleared afterwards, so that the
 // library's own writes (a pong, the close frame) are not cut short by a stale one.
-func (s *socket) sendHeld(frame []byte) bool {
+func (s *socket) sendHeld(c net.Conn, b []byte) bool {
 	defer s.wire.Unlock()
-	s.wire.unasked = 0
-	if s.conn.SetWriteDeadline(time.Now().Add(writeTimeout)) != nil {
+	if c.SetWriteDeadline(time.Now().Add(writeTimeout)) != nil {
 		return false
 	}
-	_, err := s.conn.Write(frame)
-	_ = s.conn.SetWriteDeadline(time.Time{})
+	_, err := c.Write(b)
+	_ = c.SetWriteDeadline(time.Time{})
 	return err == nil
+}
+
+// transport is the connection that carries the socket's bytes as they are on the
+// wire: conn itself, or the TCP connection under it when it is TLS.
+func (s *socket) transport() net.Conn {
+	if s.tls != nil {
+		return s.tls.TCPConn
+	}
+	return s.conn
 }
 
 // ServeAdmitted answers the WebSocket of a waiter who was admitted while it was away:
@@ -363,7 +383,7 @@ func (hb *Hub) ServeAdmitted(w http.ResponseWriter, r *http.Request) error {
 // the socket's own writes.
 type smallBuffers struct {
 	http.ResponseWriter
-	wire *wireLock
+	wire *sync.Mutex
 	conn net.Conn
 	br   *bufio.Reader
 }

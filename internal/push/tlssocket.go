@@ -5,70 +5,103 @@ import (
 	"crypto/tls"
 	"net"
 	"reflect"
+	"sync"
 	"syscall"
 	"unsafe"
 )
 
-// Over TLS the bytes on the wire are not our frame's, so push cannot write(2) them
-// itself; it writes through the *tls.Conn instead, on the hub's goroutine, when that
-// write cannot block: the connection's kernel send queue is empty (sendQueueEmpty),
-// so the client has acknowledged everything sent before and the kernel takes a
-// record of a few hundred bytes whole. Anything else goes to the socket's writer, as
-// for plain TCP. A goroutine started and scheduled per message was the cost TLS added
-// to a push (caddytest/load -tls, the ws section; figures in docs/performance.md).
+// Over TLS the bytes on the wire are not our frame's: the *tls.Conn seals a frame into
+// a record and writes the record to the TCP connection under it. When a waiting socket
+// opens, that TCP connection is swapped for a tlsWire of our own (adoptTLS), so that a
+// push writes its record as a plain push writes its frame: one non-blocking write(2)
+// from the hub's goroutine, the rest (when the client has let its buffers fill) left to
+// the socket's writer, which sends it before anything else. Every other write through
+// the connection (the writer's, the library's, a closing alert) takes the runtime's
+// blocking way, with its deadlines.
 //
-// Asking the kernel is a system call of its own (SIOCOUTQ): at 100,000 waiters it
-// was 16-18 % of an instance's CPU (caddytest/load -tls -profiles, in
-// ws-caddy0-tls-cpu.pprof), and is 2.6 % now. A look that finds the queue empty lets
-// that push and the next tlsPushesPerLook-1 go out unasked, as long as each is a
-// short frame and nothing else is written between (mayWriteTLS). Whatever the client
-// does, at most tlsPushesPerLook short records are then queued, 2 KiB and the
-// kernel's overhead per segment, well under the 16 KiB a TCP send buffer starts at
-// (tcp_wmem), so such a write is still taken whole.
+// Before, a push went through the TLS connection's blocking write, so it had to know
+// first that the write could not block: it asked the kernel whether the send queue was
+// empty (SIOCOUTQ), once every four pushes. The ask, the runtime's write path and the
+// scheduler's handling of a blocking system call made a TLS message cost an instance
+// 1.33 times a plain one at 100,000 waiters (go run ./load -only ws -tls, from
+// caddytest/; docs/performance.md, "Over TLS").
 
-// tlsDescriptor returns the descriptor access of the TCP connection under conn when
-// conn is TLS over plain TCP; nil otherwise.
-func tlsDescriptor(conn net.Conn) (*tls.Conn, syscall.RawConn) {
-	tc, ok := conn.(*tls.Conn)
-	if !ok {
-		return nil, nil
-	}
-	return tc, rawTCP(tc.NetConn())
+// tlsWire is the TCP connection under a waiting socket's *tls.Conn. Reads, deadlines
+// and Close are the TCP connection's.
+type tlsWire struct {
+	*net.TCPConn
+	raw syscall.RawConn // the descriptor, for writeNow and the idle reader (idle.go)
+	tc  *tls.Conn       // the connection over it
+
+	mu      sync.Mutex
+	pushing bool   // a push is writing: take what the kernel takes at once (push)
+	rest    []byte // what a push's records left unsent
 }
 
-// writeTLSNow writes frame through the TLS connection at once, from the hub's
-// goroutine, with the wire held; see the top of the file for why it does not block.
-// It sets no write deadline: crypto/tls makes any write error permanent, and on a
-// machine short of CPU a deadline could pass between setting it and the write(2),
-// ending a healthy socket (at 100,000 waiters over TLS, 36 sockets ended so in one
-// run with a 100 ms bound).
-func (s *socket) writeTLSNow(frame []byte) bool {
-	_, err := s.conn.Write(frame)
-	return err == nil
+// Write is how crypto/tls sends a record. While a push writes, the record goes out
+// with one non-blocking write, and what the kernel does not take is kept for push to
+// hand over; it reports the record sent, since it will be, in order. crypto/tls writes
+// records one at a time (its own lock), so a record never cuts into another.
+func (w *tlsWire) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	if !w.pushing {
+		w.mu.Unlock()
+		return w.TCPConn.Write(b)
+	}
+	defer w.mu.Unlock()
+	n := 0
+	if w.rest == nil {
+		n = writeNow(w.raw, b)
+	}
+	if n < len(b) {
+		w.rest = append(w.rest, b[n:]...)
+	}
+	return len(b), nil
 }
 
-const (
-	tlsPushesPerLook = 4   // pushes one empty send queue lets out (see the top of the file)
-	tlsUnaskedFrame  = 512 // longest frame that may go out unasked; a position is ~200 bytes
-)
-
-// mayWriteTLS reports whether a push of an n-byte frame may write through the TLS
-// connection at once, asking the kernel about the send queue (sendQueueEmpty) only
-// when the last look's pushes are spent. Called with the wire held.
-func (w *wireLock) mayWriteTLS(raw syscall.RawConn, n int) bool {
-	if n > tlsUnaskedFrame {
-		w.unasked = 0
-		return sendQueueEmpty(raw)
-	}
-	if w.unasked == 0 {
-		if !sendQueueEmpty(raw) {
-			return false
-		}
-		w.unasked = tlsPushesPerLook
-	}
-	w.unasked--
-	return true
+// push writes frame through the TLS connection without waiting, with the socket's wire
+// held, and returns what the kernel did not take: bytes of sealed records, which must
+// go out on the TCP connection before anything else (socket.sendHeld).
+func (w *tlsWire) push(frame []byte) (rest []byte, err error) {
+	w.mu.Lock()
+	w.pushing = true
+	w.mu.Unlock()
+	_, err = w.tc.Write(frame)
+	w.mu.Lock()
+	w.pushing = false
+	rest, w.rest = w.rest, nil
+	w.mu.Unlock()
+	return rest, err
 }
+
+// adoptTLS puts a tlsWire under tc, when tc runs over plain TCP, and returns it; nil
+// when it cannot (another connection under TLS, or a crypto/tls whose field has
+// changed: then pushes go to the socket's writer). It must run before anything else
+// uses tc: the socket's upgrade is over and its reader not yet started.
+func adoptTLS(tc *tls.Conn) *tlsWire {
+	tcp, ok := tc.NetConn().(*net.TCPConn)
+	if !ok || tlsConnField == nil {
+		return nil
+	}
+	raw, err := tcp.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	w := &tlsWire{TCPConn: tcp, raw: raw, tc: tc}
+	*(*net.Conn)(unsafe.Add(unsafe.Pointer(tc), *tlsConnField)) = w
+	return w
+}
+
+// tlsConnField is the offset of the connection under a *tls.Conn, found once by name
+// and type as the field is unexported; nil if crypto/tls renames or retypes it, which
+// TestTLSPushesWriteAtOnceUnlessTheClientLagsBehind fails to say.
+var tlsConnField = func() *uintptr {
+	f, ok := reflect.TypeFor[tls.Conn]().FieldByName("conn")
+	if !ok || len(f.Index) != 1 || f.Type != reflect.TypeFor[net.Conn]() {
+		return nil
+	}
+	return &f.Offset
+}()
 
 // releaseHandshakeBuffers lets go of what a *tls.Conn keeps from its handshake: the
 // buffer it read the ClientHello into (rawInput, grown to ~4 KiB by a ClientHello that

@@ -55,22 +55,13 @@ var admittedFrame = endTextFrame(append([]byte{0, 0, 0, 0}, admittedMessage...),
 // one write, so one lock per write is one lock per frame.
 type wireWriter struct {
 	conn net.Conn
-	wire *wireLock
+	wire *sync.Mutex
 }
 
 func (w wireWriter) Write(p []byte) (int, error) {
 	w.wire.Lock()
 	defer w.wire.Unlock()
-	w.wire.unasked = 0
 	return w.conn.Write(p)
-}
-
-// wireLock is the lock a socket's frames are written under (socket.wire). For a TLS
-// socket it also keeps how many more pushes may write without asking the kernel
-// about the send queue first (mayWriteTLS); any other write spends them.
-type wireLock struct {
-	sync.Mutex
-	unasked int
 }
 
 // rawTCP returns conn's descriptor access when conn is a plain TCP connection, where
@@ -86,28 +77,4 @@ func rawTCP(conn net.Conn) syscall.RawConn {
 		return nil
 	}
 	return raw
-}
-
-// writeNow writes as much of b as the connection takes without waiting, and returns
-// how much that was: all of it unless the client has left its kernel buffers full.
-// The runtime keeps the descriptor non-blocking, so the write never sleeps.
-func writeNow(raw syscall.RawConn, b []byte) int {
-	n := 0
-	err := raw.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			m, err := syscall.Write(int(fd), b[n:])
-			if err == syscall.EINTR {
-				continue
-			}
-			if err != nil || m <= 0 {
-				break
-			}
-			n += m
-		}
-		return true // never wait for room: a socket that has none gets a writer of its own
-	})
-	if err != nil {
-		return 0
-	}
-	return n
 }
