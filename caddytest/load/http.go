@@ -280,22 +280,34 @@ func (b *httpBench) profile(ctx context.Context, r *rig) error {
 		if kind := t.name[len(b.label)+1:]; strings.HasPrefix(kind, "bare") && kind != "bare" {
 			continue // the other bare sites are baselines of the page's size
 		}
-		file := fmt.Sprintf("http-%s.pprof", fileName(t.name))
-		var wg sync.WaitGroup
-		var perr error
-		wg.Go(func() { perr = r.profile(b.in, "profile", r.o.duration, file) })
-		_, err := r.wrk(ctx, t, httpConnections)
-		wg.Wait()
-		switch {
-		case errors.Is(err, errRequestsFailed): // the round is not counted; the profile stands
-			fmt.Fprintf(os.Stderr, "   (some requests of the profiled round of %s failed)\n", t.name)
-		case err != nil:
+		if err := r.profileRound(ctx, b.in, t, fmt.Sprintf("http-%s.pprof", fileName(t.name))); err != nil {
 			return err
 		}
-		if perr != nil {
-			return fmt.Errorf("profiling %s: %w", t.name, perr)
-		}
-		fmt.Fprintf(os.Stderr, "   CPU profile of %s: %s/%s\n", t.name, r.o.profiles, file)
 	}
+	return nil
+}
+
+// profileRound takes a CPU profile of in into file during one extra round of t, which
+// is not counted.
+func (r *rig) profileRound(ctx context.Context, in *instance, t wrkTarget, file string) error {
+	d := r.o.duration
+	if t.duration > 0 {
+		d = t.duration
+	}
+	var wg sync.WaitGroup
+	var perr error
+	wg.Go(func() { perr = r.profile(in, "profile", d, file) })
+	_, err := r.wrk(ctx, t, httpConnections)
+	wg.Wait()
+	switch {
+	case errors.Is(err, errRequestsFailed): // the round is not counted; the profile stands
+		fmt.Fprintf(os.Stderr, "   (some requests of the profiled round of %s failed)\n", t.name)
+	case err != nil:
+		return err
+	}
+	if perr != nil {
+		return fmt.Errorf("profiling %s: %w", t.name, perr)
+	}
+	fmt.Fprintf(os.Stderr, "   CPU profile of %s: %s/%s\n", t.name, r.o.profiles, file)
 	return nil
 }

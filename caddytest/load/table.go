@@ -83,14 +83,17 @@ func growthRow(figure string, value, baseline []float64, unit string, atMost flo
 }
 
 // pairedRatio is the median over the rounds of value ÷ baseline of the same round.
-func pairedRatio(value, baseline []float64) float64 {
+func pairedRatio(value, baseline []float64) float64 { return median(pairRatios(value, baseline)) }
+
+// pairRatios are value ÷ baseline of each round.
+func pairRatios(value, baseline []float64) []float64 {
 	var ratios []float64
 	for i := range min(len(value), len(baseline)) {
 		if baseline[i] > 0 {
 			ratios = append(ratios, value[i]/baseline[i])
 		}
 	}
-	return median(ratios)
+	return ratios
 }
 
 // median is the middle of s (the upper middle of an even count), 0 for none. It

@@ -19,6 +19,8 @@ type wrkTarget struct {
 	url     string
 	headers []string
 	script  string // optional Lua script path (wrk -s)
+	// duration is how long a round runs; the run's -duration when zero.
+	duration time.Duration
 	// serve are the processes that answer (Caddy, and Redis behind it): their CPU time
 	// per answered request is recorded for each round, a cost the machine's neighbours
 	// hardly move, beside a throughput they move a lot.
@@ -50,7 +52,11 @@ var (
 func (r *rig) wrk(ctx context.Context, t wrkTarget, connections int) (wrkResult, error) {
 	// A request unanswered for 10 s is a failure; wrk's default, 2 s, is what a slow
 	// page can take on a machine its neighbours are busy with.
-	args := []string{"-t1", fmt.Sprintf("-c%d", connections), fmt.Sprintf("-d%ds", max(1, int(r.o.duration.Seconds()))), "--timeout", "10s"}
+	d := r.o.duration
+	if t.duration > 0 {
+		d = t.duration
+	}
+	args := []string{"-t1", fmt.Sprintf("-c%d", connections), fmt.Sprintf("-d%ds", max(1, int(d.Seconds()))), "--timeout", "10s"}
 	for _, h := range t.headers {
 		args = append(args, "-H", h)
 	}
@@ -97,15 +103,7 @@ func (r *rig) wrkRuns(ctx context.Context, targets []wrkTarget, connections int)
 	results := map[string]wrkResult{}
 	for range r.o.rounds {
 		for _, t := range targets {
-			cpu0, err := cpuTime(t.serve)
-			if err != nil {
-				return nil, err
-			}
-			res, err := r.wrk(ctx, t, connections)
-			if err != nil {
-				return nil, err
-			}
-			cpu1, err := cpuTime(t.serve)
+			res, perCPU, err := r.wrkRound(ctx, t, connections)
 			if err != nil {
 				return nil, err
 			}
@@ -113,8 +111,7 @@ func (r *rig) wrkRuns(ctx context.Context, targets []wrkTarget, connections int)
 			total := results[t.name]
 			total.requests += res.requests
 			if len(t.serve) > 0 {
-				spent := max(cpu1-cpu0, 10*time.Millisecond) // at least the one tick it may round to
-				total.perCPU = append(total.perCPU, float64(res.requests)/spent.Seconds())
+				total.perCPU = append(total.perCPU, perCPU)
 			}
 			results[t.name] = total
 		}
@@ -127,6 +124,25 @@ func (r *rig) wrkRuns(ctx context.Context, targets []wrkTarget, connections int)
 		results[t.name] = total
 	}
 	return results, nil
+}
+
+// wrkRound is one wrk round against t, and the requests it answered per CPU second of
+// t's serve processes (0 without serve).
+func (r *rig) wrkRound(ctx context.Context, t wrkTarget, connections int) (wrkResult, float64, error) {
+	cpu0, err := cpuTime(t.serve)
+	if err != nil {
+		return wrkResult{}, 0, err
+	}
+	res, err := r.wrk(ctx, t, connections)
+	if err != nil {
+		return wrkResult{}, 0, err
+	}
+	cpu1, err := cpuTime(t.serve)
+	if err != nil {
+		return wrkResult{}, 0, err
+	}
+	spent := max(cpu1-cpu0, 10*time.Millisecond) // at least the one tick it may round to
+	return res, float64(res.requests) / spent.Seconds(), nil
 }
 
 // nums formats each of s with num.
