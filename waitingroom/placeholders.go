@@ -35,6 +35,8 @@ type visit struct {
 	waited   time.Duration // how long the visitor waited in line; waitedKnown says if set
 	known    bool
 	position int
+
+	watcher revokeWatcher // an admitted request's (passAdmitted)
 }
 
 // visitOf returns the request's visit, registered with its replacer; nil (which every

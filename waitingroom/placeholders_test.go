@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testalloc"
 )
 
 // visitWithReplacer is visit with a Caddy replacer on the request, as Caddy's server
@@ -117,4 +118,36 @@ func mustID(t *testing.T, s string) queue.VisitorID {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// Behind Caddy's replacer, an admitted request allocates two objects of the room's:
+// its visit, which carries the revoke watcher, and the visit's provider of the
+// placeholders. Without a replacer it allocates the watcher alone.
+func TestAdmittedRequestAllocatesTwoObjects(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	_, cookie := tr.visit("", "")
+	next := okHandler()
+	r := httptest.NewRequest(http.MethodGet, "http://shop.example/tickets", nil)
+	r.Header.Set("Cookie", tr.h.Cookie.Name+"="+cookie)
+	w := &discard{h: make(http.Header)}
+	measure := func(serve func(http.ResponseWriter, *http.Request)) float64 {
+		return testalloc.Allocs(2000, func() {
+			clear(w.h)
+			serve(w, r)
+		})
+	}
+	room := func(w http.ResponseWriter, r *http.Request) { _ = tr.h.ServeHTTP(w, r, next) }
+	bare := measure(withReplacer(func(w http.ResponseWriter, r *http.Request) { _ = next.ServeHTTP(w, r) }))
+	behind := measure(withReplacer(room))
+	alone := measure(room)
+	// Both room figures verify the same token, whose MAC comes from a pool that the
+	// race detector empties at random, so the placeholders' share is their difference
+	// (less the replacer's own), under it too; the room's whole share only without it.
+	if placeholders := behind - bare - alone; placeholders > 1.5 {
+		t.Fatalf("the placeholders cost an admitted request %.2f allocations beyond the watcher's (%.2f behind a replacer, %.2f for the replacer, %.2f without one)",
+			placeholders, behind, bare, alone)
+	}
+	if !testalloc.Race && behind > bare+2.5 {
+		t.Fatalf("an admitted request allocates %.2f times behind Caddy's replacer, %.2f without the room", behind, bare)
+	}
 }

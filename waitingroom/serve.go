@@ -47,7 +47,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			}
 			if rm.touchedRecently(tok.ID, now) {
 				v.admitted(tok.ID, tok.Waited)
-				return h.passAdmitted(w, r, next, tok.ID)
+				return h.passAdmitted(w, r, next, v, tok.ID)
 			}
 			active, err := rm.store.Touch(r.Context(), tok.ID, now)
 			if err != nil {
@@ -56,12 +56,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				rm.storeError("touch", err)
 				rm.markTouched(tok.ID, now)
 				v.admitted(tok.ID, tok.Waited)
-				return h.passAdmitted(w, r, next, tok.ID)
+				return h.passAdmitted(w, r, next, v, tok.ID)
 			}
 			if active {
 				h.admit(w, r, keys, tok, now)
 				v.admitted(tok.ID, tok.Waited)
-				return h.passAdmitted(w, r, next, tok.ID)
+				return h.passAdmitted(w, r, next, v, tok.ID)
 			}
 			// Session lapsed, revoked or removed: a new visitor, at the back.
 			if h.sessionMaxLapsed(p, tok.Since, now) {
@@ -89,7 +89,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				if push.IsWaitingSocket(r) {
 					return rm.hub.ServeAdmitted(w, r)
 				}
-				return h.passAdmitted(w, r, next, tok.ID)
+				return h.passAdmitted(w, r, next, v, tok.ID)
 			case queue.Queued:
 				h.holdPlace(w, r, keys, tok.ID, tok.Since, now, tok.Pass)
 				v.queued(tok.ID, st.Position)
@@ -136,7 +136,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		if clean {
 			return h.seeClean(w, r)
 		}
-		return h.passAdmitted(w, r, next, id)
+		return h.passAdmitted(w, r, next, v, id)
 	}
 	rm.metrics.queued.Inc()
 	if c := h.logger.Check(zap.DebugLevel, "visitor queued"); c != nil {
@@ -168,9 +168,16 @@ func (h *Handler) holdPlace(w http.ResponseWriter, r *http.Request, keys *token.
 }
 
 // passAdmitted hands the request on, watching the response for the upstream's revoke
-// command.
-func (h *Handler) passAdmitted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, id queue.VisitorID) error {
-	rw := &revokeWatcher{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, r: r, id: id}
+// command. The watcher lives in the request's visit when it has one, so an admitted
+// request allocates one object for both.
+func (h *Handler) passAdmitted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, v *visit, id queue.VisitorID) error {
+	var rw *revokeWatcher
+	if v != nil {
+		rw = &v.watcher
+	} else {
+		rw = new(revokeWatcher)
+	}
+	*rw = revokeWatcher{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, r: r, id: id}
 	err := next.ServeHTTP(rw, r)
 	if !rw.wroteHeader {
 		// Nothing was written (an error, or a handler that wrote nothing): the command
