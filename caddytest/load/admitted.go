@@ -23,24 +23,28 @@ func init() {
 // allows one round to tell: bare Caddy swings by a tenth between rounds a minute apart,
 // and the http section's rounds are a minute apart, seven targets each. So this section
 // measures that one figure alone, on an instance of its own that holds nothing else (no
-// queued waiters for the garbage collector to mark), in short rounds that alternate
-// bare, admitted, admitted, bare, ... so that a drift of the machine meets both sides
-// alike, and gives the median of the pairs' ratios with the interval that holds it 95
-// times in 100 (a bootstrap over the pairs).
+// queued waiters for the garbage collector to mark), in short rounds that take turns
+// (bare, header, admitted; header, admitted, bare; ...) so that a drift of the machine
+// meets every side alike, and gives the median of the rounds' ratios with the interval
+// that holds it 95 times in 100 (a bootstrap over the rounds).
+//
+// header is bare Caddy behind one of the lightest handlers Caddy has, one that sets a response
+// header: what any handler costs a request that passes through it, whatever it does.
+// The room's own work is what the admitted visitor costs beyond that.
 const (
-	admittedGoal  = 0.97
-	admittedPairs = 20
-	admittedRound = 2 * time.Second
+	admittedGoal   = 0.97
+	admittedRounds = 20
+	admittedRound  = 2 * time.Second
 )
 
 func runAdmitted(ctx context.Context, r *rig, o options) ([]row, error) {
-	pairs, round := admittedPairs, admittedRound
+	rounds, length := admittedRounds, admittedRound
 	if o.quick {
-		pairs, round = 2, time.Second
+		rounds, length = 2, time.Second
 	}
 	var lists [][]row
 	for _, t := range o.transports() {
-		rows, err := measureAdmitted(ctx, r, t, pairs, round)
+		rows, err := measureAdmitted(ctx, r, t, rounds, length)
 		if t.secure {
 			rows = labelRows(rows, t.label())
 		}
@@ -52,9 +56,10 @@ func runAdmitted(ctx context.Context, r *rig, o options) ([]row, error) {
 	return pairRows(lists...), nil
 }
 
-func measureAdmitted(ctx context.Context, r *rig, t transport, pairs int, round time.Duration) ([]row, error) {
+func measureAdmitted(ctx context.Context, r *rig, t transport, rounds int, length time.Duration) ([]row, error) {
 	in, err := r.startCaddyOver("admitted"+fileSuffix(t), caddyConfig{
 		"bare":     `respond "ok"`,
+		"header":   "\theader X-Handler 1\n\trespond \"ok\"",
 		"admitted": "\twaiting_room {\n\t\tname admitted\n\t\tcapacity 1000000000\n\t\tsession_ttl 1h\n\t}\n\trespond \"ok\"",
 	}, t)
 	if err != nil {
@@ -65,31 +70,30 @@ func measureAdmitted(ctx context.Context, r *rig, t transport, pairs int, round 
 	if err != nil {
 		return nil, err
 	}
-	// Both sides get the same request, the room's cookie included.
+	// Every side gets the same request, the room's cookie included.
 	headers := append([]string{"Cookie: " + cookie}, browserHeaders...)
-	bare := wrkTarget{name: "bare", url: in.url("bare") + "/", headers: headers, serve: []*proc{in.proc}, duration: round}
-	admitted := wrkTarget{name: "admitted", url: in.url("admitted") + "/", headers: headers, serve: []*proc{in.proc}, duration: round}
+	var targets []wrkTarget
+	for _, site := range []string{"bare", "header", "admitted"} {
+		targets = append(targets, wrkTarget{name: site, url: in.url(site) + "/", headers: headers, serve: []*proc{in.proc}, duration: length})
+	}
 	before, err := readRoom(ctx, in, "admitted")
 	if err != nil {
 		return nil, err
 	}
-	for _, tg := range []wrkTarget{bare, admitted} { // warm up: a cold instance's first round is its slowest
+	for _, tg := range targets { // warm up: a cold instance's first round is its slowest
 		if _, err := r.wrk(ctx, tg, httpConnections); err != nil {
 			return nil, err
 		}
 	}
-	var s admittedSamples
-	for i := range pairs {
-		order := []wrkTarget{bare, admitted}
-		if i%2 == 1 {
-			order = []wrkTarget{admitted, bare}
-		}
-		for _, tg := range order {
-			res, perCPU, err := r.wrkRound(ctx, tg, httpConnections)
+	rps, perCPU := map[string][]float64{}, map[string][]float64{}
+	for i := range rounds {
+		for k := range targets {
+			tg := targets[(i+k)%len(targets)]
+			res, cpu, err := r.wrkRound(ctx, tg, httpConnections)
 			if err != nil {
 				return nil, err
 			}
-			s.add(tg.name == "admitted", res.rps, perCPU)
+			rps[tg.name], perCPU[tg.name] = append(rps[tg.name], res.rps), append(perCPU[tg.name], cpu)
 		}
 	}
 	after, err := readRoom(ctx, in, "admitted")
@@ -101,39 +105,30 @@ func measureAdmitted(ctx context.Context, r *rig, t transport, pairs int, round 
 			fileSuffix(t), after.AdmittedTotal-before.AdmittedTotal, after.Waiting-before.Waiting)
 	}
 	if r.o.profiles != "" {
-		for _, tg := range []wrkTarget{bare, admitted} {
+		for _, tg := range targets {
 			tg.duration = 10 * time.Second // enough samples to see a few per cent apart
 			if err := r.profileRound(ctx, in, tg, fmt.Sprintf("admitted%s-%s.pprof", fileSuffix(t), tg.name)); err != nil {
 				return nil, err
 			}
 		}
 	}
-	fmt.Fprintf(os.Stderr, "   %s: bare %s, admitted %s req/s\n", in.url("admitted"), strings.Join(nums(s.bare), ", "), strings.Join(nums(s.admitted), ", "))
-	figure := fmt.Sprintf("admitted visitor ÷ bare, %d alternating pairs of %v rounds", pairs, round)
+	for _, tg := range targets {
+		fmt.Fprintf(os.Stderr, "   %s %s: %s req/s\n", t.scheme(), tg.name, strings.Join(nums(rps[tg.name]), ", "))
+	}
+	figure := fmt.Sprintf("admitted visitor ÷ bare, %d rounds of %v taking turns", rounds, length)
 	return []row{
-		intervalRow(figure+": requests per second", s.admitted, s.bare, "req/s"),
-		intervalRow(figure+": requests per CPU second of Caddy", s.admittedCPU, s.bareCPU, "req/CPU-s"),
+		intervalRow(figure+": requests per second", rps["admitted"], rps["bare"], "req/s", admittedGoal),
+		intervalRow(figure+": requests per CPU second of Caddy", perCPU["admitted"], perCPU["bare"], "req/CPU-s", 0),
+		intervalRow("  a one-line Caddy handler (header) ÷ bare, the same rounds: requests per second", rps["header"], rps["bare"], "req/s", 0),
+		intervalRow("  admitted visitor ÷ the one-line handler, the same rounds: requests per second", rps["admitted"], rps["header"], "req/s", 0),
 	}, nil
 }
 
-// admittedSamples are the section's rounds, one of each side per pair, in pair order.
-type admittedSamples struct {
-	bare, admitted       []float64 // requests per second
-	bareCPU, admittedCPU []float64 // requests per CPU second of Caddy
-}
-
-func (s *admittedSamples) add(admitted bool, rps, perCPU float64) {
-	if admitted {
-		s.admitted, s.admittedCPU = append(s.admitted, rps), append(s.admittedCPU, perCPU)
-		return
-	}
-	s.bare, s.bareCPU = append(s.bare, rps), append(s.bareCPU, perCPU)
-}
-
-// intervalRow is value against baseline, paired by round: the median of the pairs'
-// ratios, with its 95 % interval beside it; the goal is met when the median reaches it.
-func intervalRow(figure string, value, baseline []float64, unit string) row {
-	r := roundsRow(figure, value, baseline, unit, admittedGoal)
+// intervalRow is value against baseline, paired by round: the median of the rounds'
+// ratios, with its 95 % interval beside it; a goal (0 for none) is met when the median
+// reaches it.
+func intervalRow(figure string, value, baseline []float64, unit string, goal float64) row {
+	r := roundsRow(figure, value, baseline, unit, goal)
 	lo, hi := medianInterval(pairRatios(value, baseline))
 	r.ratio += fmt.Sprintf(" (95 %%: %.3f–%.3f)", lo, hi)
 	return r

@@ -175,6 +175,11 @@ func runWSFleet(ctx context.Context, r *rig, o options, t transport, cost *wsCos
 		return rows, err
 	}
 	// Last, as it admits from the head: the line moves, as it does in a sale.
+	if o.profiles != "" {
+		go func() {
+			_ = r.profile(f.ins[0], "profile", plan.window/2, "ws-caddy0"+fileSuffix(t)+"-moving-cpu.pprof")
+		}()
+	}
 	w, err := f.moving(ctx, plan.window, plan.movePerRound)
 	if err != nil {
 		return rows, err
