@@ -53,7 +53,9 @@ func clientCmd(mode string, args ...string) (*exec.Cmd, error) {
 	// The clients stand for visitors on other machines, and there they would not take
 	// a core from the servers they measure. Here they share two, so they run at a
 	// lower priority and take what the servers leave: what they measure is dated by the
-	// kernel (receiveTime), so their own lateness does not count against the room.
+	// kernel (receiveTime), so their own lateness does not count against the room, as
+	// long as they read each message before the next to the same socket arrives (else
+	// the kernel dates both by the later: heldWaiter.together counts those).
 	cmd := exec.Command("nice", append([]string{"-n", "10", self, clientCommand, mode}, args...)...)
 	// A client process does its work in one loop (epoll_linux.go). With the runtime's
 	// default of a thread per core, six of them beside six Caddy processes on two cores

@@ -151,6 +151,12 @@ func (l *listener) loop() {
 // edge-triggered, so it reads until the socket is empty: a read that fills the buffer
 // may have left more. Called with l.mu held.
 func (l *listener) readable(ls *listened, now time.Duration) {
+	noted := 0 // messages this call read, all dated by its last read
+	defer func() {
+		if noted > 1 {
+			ls.w.readTogether(noted - 1)
+		}
+	}()
 	arrived := now
 	recv := func(b []byte) (int, error) {
 		n, oobn, err := recvmsg(ls.fd, b, l.oob)
@@ -180,7 +186,7 @@ func (l *listener) readable(ls *listened, now time.Duration) {
 			return
 		}
 		full := len(ls.c.in) == len(l.buf)
-		l.parse(ls, arrived, now)
+		noted += l.parse(ls, arrived, now)
 		if !full && ls.c.feed == nil {
 			return
 		}
@@ -228,17 +234,18 @@ func receiveTime(oob []byte) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// parse notes every whole message ls.c holds, keeping the start of the next.
-func (l *listener) parse(ls *listened, arrived, read time.Duration) {
-	for {
+// parse notes every whole message ls.c holds, keeping the start of the next, and
+// says how many it noted.
+func (l *listener) parse(ls *listened, arrived, read time.Duration) int {
+	for n := 0; ; n++ {
 		kind, ok, err := ls.c.take()
 		if err != nil {
 			l.end(ls)
-			return
+			return n
 		}
 		if !ok {
 			ls.c.keep()
-			return
+			return n
 		}
 		ls.w.heard(arrived, read, kind)
 	}

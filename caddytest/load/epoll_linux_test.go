@@ -95,3 +95,66 @@ func TestReceiveTimeIsWhenTheBytesArrived(t *testing.T) {
 		t.Fatal("a truncated control message has a receive time")
 	}
 }
+
+// Messages one read takes together are dated by the last of them (the kernel merges
+// what waits unread), so the listener counts them: two frames that wait in the socket
+// together count one, a frame alone counts none.
+func TestMessagesReadTogetherAreCounted(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := <-accepted
+	if server == nil {
+		t.Fatal("no connection accepted")
+	}
+	defer server.Close()
+	l, err := newListener(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &heldWaiter{}
+	if err := l.add(w, &waiterConn{c: client}); err != nil {
+		t.Fatal(err)
+	}
+	frame := func(msg string) []byte { return append([]byte{0x81, byte(len(msg))}, msg...) }
+	position := frame(`{"type":"position","position":3}`)
+	counts := func(messages int) (heard, together int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			w.mu.Lock()
+			heard = w.messages
+			w.mu.Unlock()
+			if heard >= messages || time.Now().After(deadline) {
+				break
+			}
+		}
+		l.mu.Lock() // the read that noted them is over: the loop reads under l.mu
+		l.mu.Unlock()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.messages, w.together
+	}
+	if _, err := server.Write(append(append([]byte{}, position...), position...)); err != nil {
+		t.Fatal(err)
+	}
+	if heard, together := counts(2); heard != 2 || together != 1 {
+		t.Fatalf("two frames in one segment: %d heard, %d read together with a later one; want 2 and 1", heard, together)
+	}
+	if _, err := server.Write(position); err != nil {
+		t.Fatal(err)
+	}
+	if heard, together := counts(3); heard != 3 || together != 1 {
+		t.Fatalf("then a frame alone: %d heard, %d read together; want 3 and 1", heard, together)
+	}
+}

@@ -32,8 +32,12 @@ type heldWaiter struct {
 	arrival  silence // by when each message reached the socket (the kernel's receive time)
 	read     silence // by when the client process read it
 	messages int     // messages inside the window
-	admitted bool    // told "admitted" (nobody should be in the ws section's window)
-	ended    bool    // the socket ended: an error, or a close from the server
+	// together counts messages inside the window that one read took with a later one
+	// of the same socket: the kernel merges what waits unread and dates it all by the
+	// latest, so their arrival is known only to be no later than that (see readTogether).
+	together int
+	admitted bool // told "admitted" (nobody should be in the ws section's window)
+	ended    bool // the socket ended: an error, or a close from the server
 }
 
 // silence follows one timeline of a waiter's messages: when the last came, and the
@@ -87,7 +91,8 @@ type waitersReport struct {
 	WindowSeconds float64 `json:"window_seconds"`
 	MaxGapMillis  []int   `json:"max_gap_ms"` // the longest silence, the open one at the end included; not of those admitted
 	Messages      []int   `json:"messages"`
-	Ended         []bool  `json:"ended"` // the socket ended (error or close) at some point
+	Together      int     `json:"read_together"` // messages read with a later one (see heldWaiter.together)
+	Ended         []bool  `json:"ended"`         // the socket ended (error or close) at some point
 	Admitted      int     `json:"admitted"`
 
 	Within int `json:"within_bound"` // waiters still waiting whose longest silence (arrivals) is within -bound
@@ -232,6 +237,16 @@ func (w *heldWaiter) heard(arrived, read time.Duration, kind string) {
 	w.admitted = w.admitted || kind == msgAdmitted
 }
 
+// readTogether notes that n messages were read with a later one, and so are dated by
+// its arrival: a client process that fell behind by more than the time between two
+// messages makes the silence before them look longer than it was. Counted, so that a
+// long silence at the socket can be told from a late reader.
+func (w *heldWaiter) readTogether(n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.together += n
+}
+
 // end notes that the socket ended.
 func (w *heldWaiter) end() {
 	w.mu.Lock()
@@ -247,7 +262,7 @@ func (s *waiterSet) mark() {
 	s.windowStart = time.Since(s.start)
 	for _, w := range s.waiters {
 		w.mu.Lock()
-		w.arrival.maxGap, w.read.maxGap, w.messages = 0, 0, 0
+		w.arrival.maxGap, w.read.maxGap, w.messages, w.together = 0, 0, 0, 0
 		w.mu.Unlock()
 	}
 }
@@ -261,6 +276,7 @@ func (s *waiterSet) report(bound time.Duration) waitersReport {
 	for _, w := range s.waiters {
 		w.mu.Lock()
 		rep.Messages = append(rep.Messages, w.messages)
+		rep.Together += w.together
 		rep.Ended = append(rep.Ended, w.ended)
 		if w.admitted {
 			// Done waiting: its socket ends, and its silence after that is nobody's.

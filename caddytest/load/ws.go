@@ -37,7 +37,10 @@ func init() {
 // delivered it. The client process reads it later, by however long it waited for a
 // core beside 12 other processes on 2: that is the harness's lateness, not the
 // room's, and it is shown beside (heardRows) but not held against the promise, which
-// gets no tolerance.
+// gets no tolerance. Unless it grows past the time between two messages: what waits
+// unread in a socket is dated by its latest arrival, so a silence before a message
+// read together with a later one counts as longer than it was. The rows count such
+// messages, and where there are many the silences are upper bounds.
 const (
 	promisedSilence = 2 * time.Second
 	silenceBound    = promisedSilence
