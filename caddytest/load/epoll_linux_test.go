@@ -11,24 +11,7 @@ import (
 // process got round to reading it: the receive time of a read that comes long after
 // the bytes lies between the write and the moment just before the read.
 func TestReceiveTimeIsWhenTheBytesArrived(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- c
-	}()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, server := loopbackPair(t)
 	fd, err := detach(client)
 	if err != nil {
 		t.Fatal(err)
@@ -37,11 +20,6 @@ func TestReceiveTimeIsWhenTheBytesArrived(t *testing.T) {
 	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1); err != nil {
 		t.Fatal(err)
 	}
-	server := <-accepted
-	if server == nil {
-		t.Fatal("no connection accepted")
-	}
-	defer server.Close()
 
 	// exchange writes a message and reads it after a while, as a busy client would.
 	exchange := func() (wrote, beforeRead, at time.Time, stamped bool) {
@@ -100,25 +78,7 @@ func TestReceiveTimeIsWhenTheBytesArrived(t *testing.T) {
 // what waits unread), so the listener counts them: two frames that wait in the socket
 // together count one, a frame alone counts none.
 func TestMessagesReadTogetherAreCounted(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server := <-accepted
-	if server == nil {
-		t.Fatal("no connection accepted")
-	}
-	defer server.Close()
+	client, server := loopbackPair(t)
 	l, err := newListener(time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -157,4 +117,33 @@ func TestMessagesReadTogetherAreCounted(t *testing.T) {
 	if heard, together := counts(3); heard != 3 || together != 1 {
 		t.Fatalf("then a frame alone: %d heard, %d read together; want 3 and 1", heard, together)
 	}
+}
+
+// loopbackPair connects a client to a server over loopback TCP. The server's end is
+// closed when the test ends; the client's is the test's to close or detach.
+func loopbackPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			c = nil
+		}
+		accepted <- c
+	}()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-accepted
+	if server == nil {
+		t.Fatal("no connection accepted")
+	}
+	t.Cleanup(func() { server.Close() })
+	return client, server
 }

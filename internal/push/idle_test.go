@@ -5,7 +5,6 @@ package push
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -26,24 +25,15 @@ func TestIdleReadersWaitOutsideTheRead(t *testing.T) {
 			tr.join()
 			cookie := tr.join()
 			srv := httptest.NewUnstartedServer(serveRoom(t, tr, nil).Config.Handler)
-			scheme := "ws"
 			if transport == "tls" {
 				srv.StartTLS()
-				scheme = "wss"
 			} else {
 				srv.Start()
 			}
 			defer srv.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			c, _, err := websocket.Dial(ctx, scheme+strings.TrimPrefix(strings.TrimPrefix(srv.URL, "https"), "http"), &websocket.DialOptions{
-				Subprotocols: []string{Subprotocol},
-				HTTPClient:   srv.Client(),
-				HTTPHeader:   http.Header{"Cookie": {cookieName + "=" + cookie}},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := dialWaiter(ctx, t, tr, srv, cookie)
 			defer c.CloseNow()
 			go func() { // the client reads in the background: positions, and the pongs Ping awaits
 				for {

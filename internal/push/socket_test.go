@@ -283,11 +283,13 @@ func maskedText(msg string) []byte {
 	return frame
 }
 
-// dialWaiter opens the waiting WebSocket of the waiter whose room cookie is cookie.
+// dialWaiter opens the waiting WebSocket of the waiter whose room cookie is cookie, over
+// TLS when srv was started with it ("https" becomes "wss").
 func dialWaiter(ctx context.Context, t *testing.T, tr *testRoom, srv *httptest.Server, cookie string) *websocket.Conn {
 	t.Helper()
 	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{
 		Subprotocols: []string{Subprotocol},
+		HTTPClient:   srv.Client(),
 		HTTPHeader:   http.Header{"Cookie": {cookieName + "=" + cookie}},
 	})
 	if err != nil {

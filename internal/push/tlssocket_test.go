@@ -10,12 +10,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 	"unsafe"
-
-	"github.com/coder/websocket"
 )
 
 // After the handshake a TLS connection's buffers from it are let go of, and the
@@ -119,14 +116,7 @@ func TestTLSPushesWriteAtOnceUnlessTheClientLagsBehind(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, "wss"+strings.TrimPrefix(srv.URL, "https"), &websocket.DialOptions{
-		Subprotocols: []string{Subprotocol},
-		HTTPClient:   srv.Client(),
-		HTTPHeader:   map[string][]string{"Cookie": {cookieName + "=" + cookie}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialWaiter(ctx, t, tr, srv, cookie)
 	defer c.CloseNow()
 	readView(ctx, t, c)
 	s := onlySocket(t, tr)
@@ -217,14 +207,7 @@ func TestTLSPushMeetsAClose(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, "wss"+strings.TrimPrefix(srv.URL, "https"), &websocket.DialOptions{
-		Subprotocols: []string{Subprotocol},
-		HTTPClient:   srv.Client(),
-		HTTPHeader:   map[string][]string{"Cookie": {cookieName + "=" + cookie}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialWaiter(ctx, t, tr, srv, cookie)
 	defer c.CloseNow()
 	readView(ctx, t, c)
 	s := onlySocket(t, tr)

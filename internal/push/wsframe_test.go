@@ -226,14 +226,7 @@ func TestSocketOverTLSIsWrittenThroughTheConnection(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, "wss"+strings.TrimPrefix(srv.URL, "https"), &websocket.DialOptions{
-		Subprotocols: []string{Subprotocol},
-		HTTPClient:   srv.Client(),
-		HTTPHeader:   map[string][]string{"Cookie": {cookieName + "=" + cookie}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialWaiter(ctx, t, tr, srv, cookie)
 	defer c.CloseNow()
 	if v := readView(ctx, t, c); v.Type != "position" || v.Position != 1 {
 		t.Fatalf("first message over TLS: %+v", v)
