@@ -19,12 +19,12 @@ import (
 // the connection (the writer's, the library's, a closing alert) takes the runtime's
 // blocking way, with its deadlines.
 //
-// Before, a push went through the TLS connection's blocking write, so it had to know
-// first that the write could not block: it asked the kernel whether the send queue was
-// empty (SIOCOUTQ), once every four pushes. The ask, the runtime's write path and the
-// scheduler's handling of a blocking system call made a TLS message cost an instance
-// 1.33 times a plain one at 100,000 waiters (go run ./load -only ws -tls, from
-// caddytest/; docs/performance.md, "Over TLS").
+// Why not the tls.Conn's own write to the TCP connection: that write may block, so a
+// push would first have to ask the kernel whether the send queue has room (SIOCOUTQ),
+// and the ask, the runtime's write path and the scheduler's handling of a system call
+// that may block made a TLS message cost an instance 1.19-1.33 times a plain one at
+// 100,000 waiters; through tlsWire it costs 1.02 times (go run ./load -only ws -tls,
+// from caddytest/; docs/performance.md, "Over TLS").
 
 // tlsWire is the TCP connection under a waiting socket's *tls.Conn. Reads, deadlines
 // and Close are the TCP connection's.
