@@ -283,6 +283,20 @@ func maskedText(msg string) []byte {
 	return frame
 }
 
+// dialTLSWaiter serves tr over TLS and opens the waiting WebSocket of the waiter whose
+// room cookie is cookie. The server, the connection and ctx end with the test.
+func dialTLSWaiter(t *testing.T, tr *testRoom, cookie string) (context.Context, *websocket.Conn) {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(serveRoom(t, tr, nil).Config.Handler)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	c := dialWaiter(ctx, t, tr, srv, cookie)
+	t.Cleanup(func() { c.CloseNow() })
+	return ctx, c
+}
+
 // dialWaiter opens the waiting WebSocket of the waiter whose room cookie is cookie, over
 // TLS when srv was started with it ("https" becomes "wss").
 func dialWaiter(ctx context.Context, t *testing.T, tr *testRoom, srv *httptest.Server, cookie string) *websocket.Conn {

@@ -2,7 +2,6 @@ package push
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -111,13 +110,7 @@ func TestTLSPushesWriteAtOnceUnlessTheClientLagsBehind(t *testing.T) {
 	tr := newRoom(t, 1, false)
 	tr.join()
 	cookie := tr.join()
-	srv := httptest.NewUnstartedServer(serveRoom(t, tr, nil).Config.Handler)
-	srv.StartTLS()
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	c := dialWaiter(ctx, t, tr, srv, cookie)
-	defer c.CloseNow()
+	ctx, c := dialTLSWaiter(t, tr, cookie)
 	readView(ctx, t, c)
 	s := onlySocket(t, tr)
 	if s.tls == nil {
@@ -202,13 +195,7 @@ func TestTLSPushMeetsAClose(t *testing.T) {
 	tr := newRoom(t, 1, false)
 	tr.join()
 	cookie := tr.join()
-	srv := httptest.NewUnstartedServer(serveRoom(t, tr, nil).Config.Handler)
-	srv.StartTLS()
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	c := dialWaiter(ctx, t, tr, srv, cookie)
-	defer c.CloseNow()
+	ctx, c := dialTLSWaiter(t, tr, cookie)
 	readView(ctx, t, c)
 	s := onlySocket(t, tr)
 	pushed := make(chan struct{})

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -215,19 +214,13 @@ func TestLibraryFramesAndPushedFramesDoNotInterleave(t *testing.T) {
 	}
 }
 
-// Over TLS the bytes on the wire are not the frame's, so push never writes the
-// descriptor: the writer sends through the TLS connection, and the waiter hears.
+// Over TLS the bytes on the wire are not the frame's, so push never writes the frame
+// to the descriptor: it goes through the TLS connection, sealed, and the waiter hears.
 func TestSocketOverTLSIsWrittenThroughTheConnection(t *testing.T) {
 	tr := newTestRoom(t, 1)
 	tr.join()
 	cookie := tr.join()
-	srv := httptest.NewUnstartedServer(serveRoom(t, tr, nil).Config.Handler)
-	srv.StartTLS()
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c := dialWaiter(ctx, t, tr, srv, cookie)
-	defer c.CloseNow()
+	ctx, c := dialTLSWaiter(t, tr, cookie)
 	if v := readView(ctx, t, c); v.Type != "position" || v.Position != 1 {
 		t.Fatalf("first message over TLS: %+v", v)
 	}
