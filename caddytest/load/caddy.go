@@ -102,6 +102,14 @@ func (r *rig) startCaddyOver(name string, cfg caddyConfig, t transport) (*instan
 	return in, nil
 }
 
+// profileBeside starts a profile of in (as profile) while the caller goes on, and
+// returns what waits for it to end, with its error.
+func (r *rig) profileBeside(in *instance, kind string, d time.Duration, file string) (wait func() error) {
+	done := make(chan error, 1)
+	go func() { done <- r.profile(in, kind, d, file) }()
+	return func() error { return <-done }
+}
+
 // profile saves one of the instance's pprof profiles (Caddy's admin endpoint serves
 // /debug/pprof/) into the run's -profiles folder; it does nothing without that flag.
 // For "profile" (CPU) it samples for d, so call it while the load runs.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 )
 
 func init() {
@@ -290,15 +289,9 @@ func (b *httpBench) profile(ctx context.Context, r *rig) error {
 // profileRound takes a CPU profile of in into file during one extra round of t, which
 // is not counted.
 func (r *rig) profileRound(ctx context.Context, in *instance, t wrkTarget, file string) error {
-	d := r.o.duration
-	if t.duration > 0 {
-		d = t.duration
-	}
-	var wg sync.WaitGroup
-	var perr error
-	wg.Go(func() { perr = r.profile(in, "profile", d, file) })
+	wait := r.profileBeside(in, "profile", r.roundLength(t), file)
 	_, err := r.wrk(ctx, t, httpConnections)
-	wg.Wait()
+	perr := wait()
 	switch {
 	case errors.Is(err, errRequestsFailed): // the round is not counted; the profile stands
 		fmt.Fprintf(os.Stderr, "   (some requests of the profiled round of %s failed)\n", t.name)

@@ -52,11 +52,7 @@ var (
 func (r *rig) wrk(ctx context.Context, t wrkTarget, connections int) (wrkResult, error) {
 	// A request unanswered for 10 s is a failure; wrk's default, 2 s, is what a slow
 	// page can take on a machine its neighbours are busy with.
-	d := r.o.duration
-	if t.duration > 0 {
-		d = t.duration
-	}
-	args := []string{"-t1", fmt.Sprintf("-c%d", connections), fmt.Sprintf("-d%ds", max(1, int(d.Seconds()))), "--timeout", "10s"}
+	args := []string{"-t1", fmt.Sprintf("-c%d", connections), fmt.Sprintf("-d%ds", max(1, int(r.roundLength(t).Seconds()))), "--timeout", "10s"}
 	for _, h := range t.headers {
 		args = append(args, "-H", h)
 	}
@@ -124,6 +120,14 @@ func (r *rig) wrkRuns(ctx context.Context, targets []wrkTarget, connections int)
 		results[t.name] = total
 	}
 	return results, nil
+}
+
+// roundLength is how long a round of t runs: its own duration, else the run's.
+func (r *rig) roundLength(t wrkTarget) time.Duration {
+	if t.duration > 0 {
+		return t.duration
+	}
+	return r.o.duration
 }
 
 // wrkRound is one wrk round against t, and the requests it answered per CPU second of

@@ -147,14 +147,16 @@ func runWSFleet(ctx context.Context, r *rig, o options, t transport, cost *wsCos
 			return nil, err
 		}
 		d := plan.window
+		profiled := func() error { return nil }
 		if i == len(plan.populations)-1 {
 			d = plan.hold
-			if o.profiles != "" {
-				go func() { _ = r.profile(f.ins[0], "profile", d/2, "ws-caddy0"+fileSuffix(t)+"-cpu.pprof") }()
-			}
+			profiled = r.profileBeside(f.ins[0], "profile", d/2, "ws-caddy0"+fileSuffix(t)+"-cpu.pprof")
 		}
 		w, err := f.idle(ctx, d)
 		if err != nil {
+			return nil, err
+		}
+		if err := profiled(); err != nil {
 			return nil, err
 		}
 		w.waiters = g.connected
@@ -167,7 +169,9 @@ func runWSFleet(ctx context.Context, r *rig, o options, t transport, cost *wsCos
 	if err := r.profile(f.ins[0], "heap", 0, "ws-caddy0"+fileSuffix(t)+"-heap.pprof"); err != nil {
 		return nil, err
 	}
-	_ = r.profile(f.ins[0], "goroutine", 0, "ws-caddy0"+fileSuffix(t)+"-goroutine.pprof")
+	if err := r.profile(f.ins[0], "goroutine", 0, "ws-caddy0"+fileSuffix(t)+"-goroutine.pprof"); err != nil {
+		return nil, err
+	}
 
 	rows := wsRows(o, plan, g, windows, before, after, g.connected+len(probes))
 	*cost = costOf(windows[len(windows)-1], before, after, g.connected+len(probes))
@@ -178,13 +182,12 @@ func runWSFleet(ctx context.Context, r *rig, o options, t transport, cost *wsCos
 		return rows, err
 	}
 	// Last, as it admits from the head: the line moves, as it does in a sale.
-	if o.profiles != "" {
-		go func() {
-			_ = r.profile(f.ins[0], "profile", plan.window/2, "ws-caddy0"+fileSuffix(t)+"-moving-cpu.pprof")
-		}()
-	}
+	profiled := r.profileBeside(f.ins[0], "profile", plan.window/2, "ws-caddy0"+fileSuffix(t)+"-moving-cpu.pprof")
 	w, err := f.moving(ctx, plan.window, plan.movePerRound)
 	if err != nil {
+		return rows, err
+	}
+	if err := profiled(); err != nil {
 		return rows, err
 	}
 	w.waiters = g.connected
