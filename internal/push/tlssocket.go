@@ -23,8 +23,9 @@ import (
 // push would first have to ask the kernel whether the send queue has room (SIOCOUTQ),
 // and the ask, the runtime's write path and the scheduler's handling of a system call
 // that may block made a TLS message cost an instance 1.19-1.33 times a plain one at
-// 100,000 waiters; through tlsWire it costs 1.02 times (go run ./load -only ws -tls,
-// from caddytest/; docs/performance.md, "Over TLS").
+// 100,000 waiters (21.2 µs in the last run); through tlsWire it cost 17.5-22.8 µs in
+// five runs since, 1.02-1.58 times plain, whose own cost moved between them too (go
+// run ./load -only ws -tls, from caddytest/; docs/performance.md, "Over TLS").
 
 // tlsWire is the TCP connection under a waiting socket's *tls.Conn. Reads, deadlines
 // and Close are the TCP connection's.
