@@ -38,7 +38,7 @@ func writeNow(raw syscall.RawConn, b []byte) int {
 // objects a push, 60,000 pushes a second at 100,000 waiters, and the largest source
 // of an idle room's garbage, each collection of which marks every waiter's memory.
 // Bound once instead, it and redisstore's Positions, which no longer makes a count per
-// bitmap byte, took an instance's garbage outside requests and handshakes over the
+// bitmap byte for the hub's tickets, took an instance's garbage outside requests and handshakes over the
 // harness's ws section from 55 to 27 MB plain and from 160 to 42 MB over TLS (go tool
 // pprof -sample_index=alloc_space of ws-caddy0[-tls]-heap.pprof).
 type rawWrite struct {
