@@ -308,9 +308,9 @@ func (s *roomStore) SetOverrides(ctx context.Context, doc []byte) error {
 // Positions fetches the live-ticket bitmap from the head on (one command, ~1 bit per
 // ticket of the current busy period) and counts set bits locally. Tickets in line
 // order, as the hub lists them, are counted in one pass over the bitmap beside them,
-// with nothing made; tickets in any other order get a count per bitmap byte first (at
-// 1,000,000 waiters half a megabyte, which the hub's rounds made twice a second on
-// every instance before).
+// with nothing made: the hub asks twice a second on every instance, and a count per
+// bitmap byte would be half a megabyte at 1,000,000 waiters. Tickets in any other order
+// get that count first.
 func (s *roomStore) Positions(ctx context.Context, tickets []uint64, out []int) error {
 	if len(out) != len(tickets) {
 		return fmt.Errorf("positions: %d tickets but room for %d answers", len(tickets), len(out))
