@@ -297,6 +297,16 @@ func dialTLSWaiter(t *testing.T, tr *testRoom, cookie string) (context.Context, 
 	return ctx, c
 }
 
+// connectedTLSWaiter is connectedWaiter over TLS: one waiter behind the head of a room
+// whose hub does not run, its waiting WebSocket open, and its socket.
+func connectedTLSWaiter(t *testing.T) (context.Context, *websocket.Conn, *socket) {
+	t.Helper()
+	tr := newRoom(t, 1, false)
+	tr.join()
+	ctx, c := dialTLSWaiter(t, tr, tr.join())
+	return ctx, c, onlySocket(t, tr)
+}
+
 // dialWaiter opens the waiting WebSocket of the waiter whose room cookie is cookie, over
 // TLS when srv was started with it ("https" becomes "wss").
 func dialWaiter(ctx context.Context, t *testing.T, tr *testRoom, srv *httptest.Server, cookie string) *websocket.Conn {

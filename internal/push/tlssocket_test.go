@@ -107,12 +107,8 @@ func TestTLSPushesWriteAtOnceUnlessTheClientLagsBehind(t *testing.T) {
 	if tlsConnField == nil {
 		t.Fatal("crypto/tls has no field conn of type net.Conn any more: TLS pushes all go to a writer (see adoptTLS)")
 	}
-	tr := newRoom(t, 1, false)
-	tr.join()
-	cookie := tr.join()
-	ctx, c := dialTLSWaiter(t, tr, cookie)
+	ctx, c, s := connectedTLSWaiter(t)
 	readView(ctx, t, c)
-	s := onlySocket(t, tr)
 	if s.tls == nil {
 		t.Fatal("a TLS socket over TCP was not given a wire of its own")
 	}
@@ -192,12 +188,8 @@ func awaitIdleWriter(t *testing.T, s *socket) {
 // A push may meet the connection closing (the reader ends the socket when the client
 // goes): it neither hangs nor races, and a push after the close fails the socket.
 func TestTLSPushMeetsAClose(t *testing.T) {
-	tr := newRoom(t, 1, false)
-	tr.join()
-	cookie := tr.join()
-	ctx, c := dialTLSWaiter(t, tr, cookie)
+	ctx, c, s := connectedTLSWaiter(t)
 	readView(ctx, t, c)
-	s := onlySocket(t, tr)
 	pushed := make(chan struct{})
 	go func() {
 		defer close(pushed)

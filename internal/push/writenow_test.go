@@ -28,12 +28,7 @@ func TestPushAllocatesNothing(t *testing.T) {
 		{"plain", func(t *testing.T) (context.Context, *websocket.Conn, *socket) {
 			return connectedWaiter(t, 60*time.Second)
 		}},
-		{"TLS", func(t *testing.T) (context.Context, *websocket.Conn, *socket) {
-			tr := newRoom(t, 1, false)
-			tr.join()
-			ctx, c := dialTLSWaiter(t, tr, tr.join())
-			return ctx, c, onlySocket(t, tr)
-		}},
+		{"TLS", connectedTLSWaiter},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, c, s := tc.dial(t)
