@@ -151,7 +151,8 @@ func wantsPage(r *http.Request) bool {
 
 // seeClean sends a browser that came with its proof in the address back to the same
 // address without it, now that it has its cookie: the address bar, the history and
-// the waiting page's reloads never carry a used proof.
+// the waiting page's reloads never carry a used proof. The address is a path on this
+// site whatever the request's path or target held (sameSiteTarget).
 func (h *Handler) seeClean(w http.ResponseWriter, r *http.Request) error {
 	u := r.URL
 	if orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.URL != nil {
@@ -159,9 +160,8 @@ func (h *Handler) seeClean(w http.ResponseWriter, r *http.Request) error {
 	}
 	query, _, _ := withoutParam(u.RawQuery, proofParam)
 	query, _, _ = withoutParam(query, passParam)
-	clean := url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: query}
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Location", clean.String())
+	w.Header().Set("Location", sameSiteTarget(u.EscapedPath(), query))
 	w.WriteHeader(http.StatusSeeOther)
 	return nil
 }

@@ -36,6 +36,7 @@ func solveProof(t testing.TB, challenge string, difficulty int) string {
 type proofVisit struct {
 	target, proof, accept, cookie string
 	method                        string
+	requestTarget                 string // the whole request-target, instead of the site's target
 }
 
 // proofAnswer is what the room answered, and what the upstream saw if it got it.
@@ -53,7 +54,11 @@ func (tr *testRoom) proofVisit(pv proofVisit) proofAnswer {
 	if method == "" {
 		method = http.MethodGet
 	}
-	r := httptest.NewRequest(method, "http://shop.example"+pv.target, nil)
+	target := "http://shop.example" + pv.target
+	if pv.requestTarget != "" {
+		target = pv.requestTarget
+	}
+	r := httptest.NewRequest(method, target, nil)
 	repl := caddy.NewReplacer()
 	orig := *r
 	u := *r.URL
