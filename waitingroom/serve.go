@@ -22,8 +22,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	v := h.visitOf(r) // the placeholders (placeholders.go)
 	// A pass or a proof never goes upstream, whoever sends it (pass.go, proof.go).
 	passText, proof := takePass(r), takeProof(r)
-	if p.mode == queue.ModeSuspended {
-		return next.ServeHTTP(w, r) // the room is off: no cookie, nothing counted
+	if p.mode == queue.ModeSuspended || isPreflight(r) {
+		return next.ServeHTTP(w, r) // the room is off, or no visitor asks: no cookie, nothing counted
 	}
 	keys := rm.keys.Load()
 	if keys == nil {
@@ -68,6 +68,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				reason = reasonSessionMax
 			}
 		case queue.Queued:
+			if refusedSocket(w, r, v) {
+				return nil
+			}
 			st, err := rm.store.Status(r.Context(), tok.ID, now)
 			if err != nil {
 				v.decided(visitUnavailable)
@@ -99,6 +102,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		}
 	}
 
+	if refusedSocket(w, r, v) {
+		return nil
+	}
 	invited := h.rejoinInvited(r, invitedBy) // pass.go
 	passed := !invited && h.difficulty() > 0 && passOpens(keys, passText, now)
 	done, clean, err := h.challenge(w, r, keys, now, v, next, proof, invited || passed) // proof.go
