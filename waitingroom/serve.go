@@ -47,7 +47,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			}
 			if rm.touchedRecently(tok.ID, now) {
 				v.admitted(tok.ID, tok.Waited)
-				return h.passAdmitted(w, r, next, v, tok.ID)
+				return h.passAdmitted(w, r, next, v, tok.ID, false)
 			}
 			active, err := rm.store.Touch(r.Context(), tok.ID, now)
 			if err != nil {
@@ -56,12 +56,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				rm.storeError("touch", err)
 				rm.markTouched(tok.ID, now)
 				v.admitted(tok.ID, tok.Waited)
-				return h.passAdmitted(w, r, next, v, tok.ID)
+				return h.passAdmitted(w, r, next, v, tok.ID, false)
 			}
 			if active {
 				h.admit(w, r, keys, tok, now)
 				v.admitted(tok.ID, tok.Waited)
-				return h.passAdmitted(w, r, next, v, tok.ID)
+				return h.passAdmitted(w, r, next, v, tok.ID, true)
 			}
 			// Session lapsed, revoked or removed: a new visitor, at the back.
 			if h.sessionMaxLapsed(p, tok.Since, now) {
@@ -92,7 +92,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				if push.IsWaitingSocket(r) {
 					return rm.hub.ServeAdmitted(w, r)
 				}
-				return h.passAdmitted(w, r, next, v, tok.ID)
+				return h.passAdmitted(w, r, next, v, tok.ID, true)
 			case queue.Queued:
 				h.holdPlace(w, r, keys, tok.ID, tok.Since, now, tok.Pass)
 				v.queued(tok.ID, st.Position)
@@ -142,7 +142,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		if clean {
 			return h.seeClean(w, r)
 		}
-		return h.passAdmitted(w, r, next, v, id)
+		return h.passAdmitted(w, r, next, v, id, true)
 	}
 	rm.metrics.queued.Inc()
 	if c := h.logger.Check(zap.DebugLevel, "visitor queued"); c != nil {
@@ -174,21 +174,23 @@ func (h *Handler) holdPlace(w http.ResponseWriter, r *http.Request, keys *token.
 }
 
 // passAdmitted hands the request on, watching the response for the upstream's revoke
-// command. The watcher lives in the request's visit when it has one, so an admitted
-// request allocates one object for both.
-func (h *Handler) passAdmitted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, v *visit, id queue.VisitorID) error {
+// command; cookie says the room set its cookie on the response, which then never goes
+// to a shared cache (sharedcache.go). The watcher lives in the request's visit when it
+// has one, so an admitted request allocates one object for both.
+func (h *Handler) passAdmitted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, v *visit, id queue.VisitorID, cookie bool) error {
 	var rw *revokeWatcher
 	if v != nil {
 		rw = &v.watcher
 	} else {
 		rw = new(revokeWatcher)
 	}
-	*rw = revokeWatcher{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, r: r, id: id}
+	*rw = revokeWatcher{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, r: r, id: id, cookie: cookie}
 	err := next.ServeHTTP(rw, r)
 	if !rw.wroteHeader {
 		// Nothing was written (an error, or a handler that wrote nothing): the command
 		// still counts, and still must not reach the client.
 		rw.obey()
+		rw.keepCookie()
 	}
 	return err
 }
@@ -213,6 +215,7 @@ type revokeWatcher struct {
 	r                               *http.Request
 	id                              queue.VisitorID
 	wroteHeader                     bool
+	cookie                          bool // the response carries the room's Set-Cookie
 }
 
 func (rw *revokeWatcher) WriteHeader(code int) {
@@ -225,6 +228,7 @@ func (rw *revokeWatcher) WriteHeader(code int) {
 	}
 	rw.wroteHeader = true
 	rw.obey()
+	rw.keepCookie()
 	rw.ResponseWriter.WriteHeader(code)
 }
 
@@ -242,6 +246,14 @@ func (rw *revokeWatcher) obey() {
 	if len(values) > 0 && strings.EqualFold(strings.TrimSpace(values[0]), "revoke") {
 		rw.h.revoke(rw.r, rw.id)
 		rw.h.Cookie.Set(rw.ResponseWriter, rw.r, nil, time.Time{})
+		rw.cookie = true
+	}
+}
+
+// keepCookie keeps a response that carries the room's cookie from shared caches.
+func (rw *revokeWatcher) keepCookie() {
+	if rw.cookie {
+		keepFromSharedCaches(rw.ResponseWriter.Header())
 	}
 }
 
