@@ -280,10 +280,9 @@ func (r control) patch(ctx context.Context, body []byte) (roomInfo, error) {
 	if fields == nil {
 		return roomInfo{}, inputErrorf("want a JSON object such as {\"capacity\": 20}")
 	}
-	o, err := r.readOverrides(ctx)
-	if err != nil {
-		return roomInfo{}, err
-	}
+	// o holds the new values of the fields named; saveOverrides merges them into
+	// what the store holds.
+	var o overrides
 	for name, raw := range fields {
 		switch name {
 		case "capacity":
@@ -338,17 +337,11 @@ func (r control) patch(ctx context.Context, body []byte) (roomInfo, error) {
 			return roomInfo{}, inputErrorf("unknown field %q (the fields are: capacity, rate, mode, message, session_ttl, queue_ttl, away_ttl, session_max, proof_of_work)", name)
 		}
 	}
-	if err := r.h.checkSessions(&o); err != nil {
+	saved, err := r.saveOverrides(ctx, fields, o)
+	if err != nil {
 		return roomInfo{}, err
 	}
-	var doc []byte
-	if o != (overrides{}) {
-		doc, _ = json.Marshal(o)
-	}
-	if err := r.h.store.SetOverrides(ctx, doc); err != nil {
-		return roomInfo{}, fmt.Errorf("saving runtime settings: %w", err)
-	}
-	r.forEachHandler(func(h *Handler) { h.room.overrides.Store(&o) })
+	r.forEachHandler(func(h *Handler) { h.room.overrides.Store(&saved) })
 	r.applyNow(ctx)
 	return r.info(ctx)
 }

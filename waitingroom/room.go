@@ -40,9 +40,10 @@ type room struct {
 	// drawn holds the keys of the event lotteries this instance knows are drawn.
 	drawn sync.Map
 
-	kickCh chan struct{}
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	kickCh   chan struct{}
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup // the goroutines start started
+	stopOnce sync.Once
 
 	lastErrLog atomic.Int64
 	errCount   atomic.Int64
@@ -84,13 +85,18 @@ func (rm *room) start(ctx caddy.Context) {
 	go func() { defer rm.wg.Done(); rm.hub.Run(c) }()
 }
 
+// stop ends what start started and returns once it has all ended, store calls
+// included: the store is released after it, and a call after that would find its
+// client closed. A second stop does nothing, so the history is let go of once.
 func (rm *room) stop() {
-	if rm.cancel != nil {
-		rm.cancel()
-	}
-	rm.hub.CloseAll()
-	rm.wg.Wait()
-	releaseHistory(rm.h.Name)
+	rm.stopOnce.Do(func() {
+		if rm.cancel != nil {
+			rm.cancel()
+		}
+		rm.hub.CloseAll()
+		rm.wg.Wait()
+		releaseHistory(rm.h.Name)
+	})
 }
 
 // kick asks for an admission step now (a slot was freed) without waiting for it.

@@ -138,8 +138,12 @@ func (hb *Hub) CloseAll() {
 // Run is the hub's loop, until ctx ends. It ticks every resendEvery to resend what is owed, and every
 // pushEvery starts a round: the store is asked for everyone's position beside the
 // loop (fetch), and the answer is applied in the loop, so sockets are written to by
-// this goroutine alone (and by their own writers, see socket).
+// this goroutine alone (and by their own writers, see socket). It returns only once
+// a round's store calls have ended too: the room lets go of the store when Run
+// returns, and a call after that would find its client closed.
 func (hb *Hub) Run(ctx context.Context) {
+	var fetches sync.WaitGroup
+	defer fetches.Wait()
 	cancel := hb.store.Subscribe(hb.admitted)
 	defer cancel()
 	tick := time.NewTicker(resendEvery)
@@ -175,7 +179,7 @@ func (hb *Hub) Run(ctx context.Context) {
 		}
 		fetching = true
 		every := time.Duration(hb.heartbeatEvery.Load())
-		go func() { fetched <- p.fetch(ctx, hb, now, every) }()
+		fetches.Go(func() { fetched <- p.fetch(ctx, hb, now, every) }) // fetched has room for it
 	}
 }
 

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"math/rand/v2"
 	"sync"
@@ -318,15 +319,18 @@ func (s *MemoryStore) Overrides(context.Context) ([]byte, error) {
 	return s.overrides, nil
 }
 
-func (s *MemoryStore) SetOverrides(_ context.Context, doc []byte) error {
+func (s *MemoryStore) SwapOverrides(_ context.Context, old, doc []byte) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !bytes.Equal(s.overrides, old) {
+		return false, nil
+	}
 	if len(doc) == 0 {
 		s.overrides = nil
 	} else {
 		s.overrides = append([]byte(nil), doc...)
 	}
-	return nil
+	return true, nil
 }
 
 func (s *MemoryStore) Positions(_ context.Context, tickets []uint64, out []int) error {

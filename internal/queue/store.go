@@ -83,8 +83,12 @@ type Store interface {
 	// API and shared by every instance on this store), or nil when there is none.
 	Overrides(ctx context.Context) ([]byte, error)
 
-	// SetOverrides replaces the runtime settings document; nil or empty removes it.
-	SetOverrides(ctx context.Context, doc []byte) error
+	// SwapOverrides replaces the runtime settings document with doc if it still is
+	// old (as Overrides returned it; nil for none), and reports whether it did. A nil
+	// or empty doc removes it. It is the write of a read, merge and write: a writer
+	// that lost the race to another is refused, so it merges again on what the other
+	// saved, and concurrent changes of different settings all survive.
+	SwapOverrides(ctx context.Context, old, doc []byte) (bool, error)
 
 	// Positions computes, in one call whatever the number of tickets, the 1-based
 	// position of each ticket among the present waiters (present waiters ahead + 1). It

@@ -745,3 +745,21 @@ local away = away_count()
 return {redis.call('ZCARD', active), redis.call('ZCARD', queue) - away,
   tonumber(redis.call('HGET', meta, 'admitted_total') or 0), away}
 `)
+
+// swapOverridesScript: KEYS the overrides key; ARGV deadline (taken by the prelude),
+// old, new. It replaces the runtime settings document with new ("" removes it) if
+// it still is old ("" for none) and answers 1, else it changes nothing and answers
+// 0: the compare-and-swap that makes a PATCH's read, merge and write atomic, so two
+// operators changing different settings at once both keep their change. A script
+// for the deadline prelude (a change the operator was told had failed must not land
+// later) and for the compare, which a bare SET cannot make.
+var swapOverridesScript = redis.NewScript(deadlineCheck + `
+local current = redis.call('GET', KEYS[1]) or ''
+if current ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('SET', KEYS[1], ARGV[2])
+end
+return 1
+`)

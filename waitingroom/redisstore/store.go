@@ -289,20 +289,24 @@ func (s *roomStore) Overrides(ctx context.Context) ([]byte, error) {
 	return doc, nil
 }
 
-func (s *roomStore) SetOverrides(ctx context.Context, doc []byte) error {
+func (s *roomStore) SwapOverrides(ctx context.Context, old, doc []byte) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	var err error
-	if len(doc) == 0 {
-		err = s.shared.client.Del(ctx, s.overrides).Err()
-	} else {
-		err = s.shared.client.Set(ctx, s.overrides, doc, 0).Err()
-	}
-	s.shared.noteError(err)
+	callerDeadline, _ := ctx.Deadline()
+	deadline, err := s.deadline(ctx, callerDeadline)
 	if err != nil {
-		return fmt.Errorf("saving runtime settings: %w", err)
+		return false, fmt.Errorf("saving runtime settings: %w", err)
 	}
-	return nil
+	n, err := swapOverridesScript.Run(ctx, s.shared.client, []string{s.overrides}, deadline, old, doc).Int64()
+	if isDeadlineReply(err) {
+		s.refreshClock()
+	} else {
+		s.shared.noteError(err)
+	}
+	if err != nil {
+		return false, fmt.Errorf("saving runtime settings: %w", err)
+	}
+	return n == 1, nil
 }
 
 // Positions fetches the live-ticket bitmap from the head on (one command, ~1 bit per

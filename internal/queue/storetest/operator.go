@@ -3,7 +3,10 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,16 +108,94 @@ func testOverrides(t *testing.T, open Open) {
 		t.Fatalf("a new room has overrides %q, %v", doc, err)
 	}
 	want := []byte(`{"capacity":12}`)
-	if err := r.s.SetOverrides(ctx, want); err != nil {
-		t.Fatal(err)
+	if ok, err := r.s.SwapOverrides(ctx, nil, want); err != nil || !ok {
+		t.Fatalf("setting the first overrides: swapped %v, %v", ok, err)
 	}
 	if doc, err := r.s.Overrides(ctx); err != nil || !bytes.Equal(doc, want) {
 		t.Fatalf("overrides read back as %q, %v", doc, err)
 	}
-	if err := r.s.SetOverrides(ctx, nil); err != nil {
-		t.Fatal(err)
+	// A writer that read before another one saved is refused and changes nothing.
+	for _, stale := range [][]byte{nil, []byte(`{"capacity":11}`)} {
+		if ok, err := r.s.SwapOverrides(ctx, stale, []byte(`{"mode":"random"}`)); err != nil || ok {
+			t.Fatalf("a swap from %q over %q: swapped %v, %v", stale, want, ok, err)
+		}
+		if doc, _ := r.s.Overrides(ctx); !bytes.Equal(doc, want) {
+			t.Fatalf("a refused swap left %q, want %q", doc, want)
+		}
+	}
+	if ok, err := r.s.SwapOverrides(ctx, want, nil); err != nil || !ok {
+		t.Fatalf("clearing the overrides: swapped %v, %v", ok, err)
 	}
 	if doc, err := r.s.Overrides(ctx); err != nil || doc != nil {
 		t.Fatalf("cleared overrides read back as %q, %v", doc, err)
+	}
+}
+
+// testOverridesConcurrentPatches: many writers, each changing its own setting with
+// read, merge and SwapOverrides (retrying when another got in between, as a PATCH
+// does), from many goroutines at once (instances sharing the store): every change
+// survives.
+func testOverridesConcurrentPatches(t *testing.T, open Open) {
+	r := newRoom(t, open)
+	ctx := context.Background()
+	const writers, rounds = 16, 4
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	start := make(chan struct{})
+	for w := range writers {
+		wg.Go(func() {
+			<-start
+			for round := range rounds {
+				if err := patchOverride(ctx, r.s, fmt.Sprintf("s%d", w), round); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	doc, err := r.s.Overrides(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]int
+	if err := json.Unmarshal(doc, &got); err != nil {
+		t.Fatalf("overrides %q: %v", doc, err)
+	}
+	for w := range writers {
+		if v, ok := got[fmt.Sprintf("s%d", w)]; !ok || v != rounds-1 {
+			t.Errorf("setting s%d is %d (present %v), want its last change %d: a change was lost", w, v, ok, rounds-1)
+		}
+	}
+	if len(got) != writers {
+		t.Errorf("overrides %q hold %d settings, want %d", doc, len(got), writers)
+	}
+}
+
+// patchOverride sets one setting of the overrides document to value the way a PATCH
+// saves: read, merge, swap, and again from the top while another writer got in first.
+func patchOverride(ctx context.Context, s queue.Store, name string, value int) error {
+	for {
+		old, err := s.Overrides(ctx)
+		if err != nil {
+			return err
+		}
+		settings := map[string]int{}
+		if len(old) > 0 {
+			if err := json.Unmarshal(old, &settings); err != nil {
+				return fmt.Errorf("overrides %q: %w", old, err)
+			}
+		}
+		settings[name] = value
+		doc, _ := json.Marshal(settings)
+		ok, err := s.SwapOverrides(ctx, old, doc)
+		if err != nil || ok {
+			return err
+		}
 	}
 }

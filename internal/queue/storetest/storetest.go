@@ -49,6 +49,7 @@ func Run(t *testing.T, open Open) {
 		{"AdmitNowBeyondCapacity", testAdmitNowBeyondCapacity},
 		{"Reset", testReset},
 		{"Overrides", testOverrides},
+		{"OverridesConcurrentPatches", testOverridesConcurrentPatches},
 		{"RateLimitsJoinAndStep", testRateLimitsJoinAndStep},
 		{"RateCountsForcedAdmissions", testRateCountsForcedAdmissions},
 		{"RateUnderConcurrency", testRateUnderConcurrency},
