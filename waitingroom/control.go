@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -284,7 +287,10 @@ func (r control) patch(ctx context.Context, body []byte) (roomInfo, error) {
 	if err != nil {
 		return roomInfo{}, err
 	}
-	for name, raw := range fields {
+	// In name order, so that a body with several bad fields is refused for the same
+	// one every time.
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		raw := fields[name]
 		switch name {
 		case "capacity":
 			if string(raw) == "null" {
@@ -293,7 +299,7 @@ func (r control) patch(ctx context.Context, body []byte) (roomInfo, error) {
 			}
 			var n int
 			if err := json.Unmarshal(raw, &n); err != nil {
-				return roomInfo{}, inputErrorf("capacity must be a whole number or null, got %s", raw)
+				return roomInfo{}, inputErrorf("capacity must be a whole number or null, got %s", clip(raw))
 			}
 			if n <= 0 {
 				return roomInfo{}, inputErrorf("capacity must be greater than 0, got %d", n)
@@ -312,10 +318,10 @@ func (r control) patch(ctx context.Context, body []byte) (roomInfo, error) {
 			}
 			var m string
 			if err := json.Unmarshal(raw, &m); err != nil {
-				return roomInfo{}, inputErrorf("mode must be a string or null, got %s", raw)
+				return roomInfo{}, inputErrorf("mode must be a string or null, got %s", clip(raw))
 			}
 			if err := queue.CheckMode(m); err != nil {
-				return roomInfo{}, inputErrorf("%v", err)
+				return roomInfo{}, inputErrorf("mode must be one of %s, got %q", strings.Join(queue.Modes, ", "), clip([]byte(m)))
 			}
 			o.Mode = &m
 		case "message":
@@ -335,7 +341,7 @@ func (r control) patch(ctx context.Context, body []byte) (roomInfo, error) {
 			}
 			o.ProofOfWork = bits
 		default:
-			return roomInfo{}, inputErrorf("unknown field %q (the fields are: capacity, rate, mode, message, session_ttl, queue_ttl, away_ttl, session_max, proof_of_work)", name)
+			return roomInfo{}, inputErrorf("unknown field %q (the fields are: capacity, rate, mode, message, session_ttl, queue_ttl, away_ttl, session_max, proof_of_work)", clip([]byte(name)))
 		}
 	}
 	if err := r.h.checkSessions(&o); err != nil {
@@ -366,7 +372,7 @@ func patchRate(raw json.RawMessage) (*Rate, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rate); err != nil {
-		return nil, inputErrorf(`rate must be {"count": n, "per": "1m"}, "off" or null, got %s`, raw)
+		return nil, inputErrorf(`rate must be {"count": n, "per": "1m"}, "off" or null, got %s`, clip(raw))
 	}
 	if err := rate.validate(); err != nil {
 		return nil, inputErrorf("%v", err)
