@@ -251,7 +251,7 @@ func metricValue(t *testing.T, name, room string) float64 {
 func TestMetricsAcrossReload(t *testing.T) {
 	room := uniqueRoom(t)
 	// away_ttl 0: a silent waiter's place is gone at queue_ttl, and counted abandoned.
-	startLive(t, room, "capacity 2\n\t\tqueue_ttl 1s\n\t\taway_ttl 0")
+	startLive(t, room, "capacity 2\n\t\tqueue_ttl 5s\n\t\taway_ttl 0")
 	holder := newVisitor(t)
 	holder.place("/")
 	newVisitor(t).place("/")
@@ -288,7 +288,7 @@ func TestMetricsAcrossReload(t *testing.T) {
 	}
 
 	// After a reload the same series carry on: registered again, not reset, no panic.
-	startLive(t, room, "capacity 3\n\t\tqueue_ttl 1s")
+	startLive(t, room, "capacity 3\n\t\tqueue_ttl 5s")
 	eventually(t, "capacity gauge to follow the reload", func() (bool, string) {
 		v := metricValue(t, "caddy_waiting_room_capacity", room)
 		return v == 3, fmt.Sprint(v)

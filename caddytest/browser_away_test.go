@@ -21,8 +21,8 @@ import (
 // off the network, a turn that comes while nobody looks. The room forgets no waiter
 // for away_ttl; queue_ttl is short so that each gap is several of it.
 const (
-	awayQueueTTL = 2 * time.Second
-	awayOptions  = "capacity 1\n\t\tqueue_ttl 2s\n\t\taway_ttl 1m"
+	awayQueueTTL = 5 * time.Second
+	awayOptions  = "capacity 1\n\t\tqueue_ttl 5s\n\t\taway_ttl 1m"
 	welcomeBack  = "Welcome back — you kept your place."
 )
 

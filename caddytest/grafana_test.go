@@ -360,9 +360,9 @@ func TestGrafanaDashboardAgainstRealPrometheus(t *testing.T) {
 	srv := testredis.Start(t)
 	room := uniqueRoom(t)
 	f := startFleet(t, 2, func(int) string {
-		// queue_ttl 3s sends the unpolled tail of the line away within the test, for
+		// queue_ttl 5s sends the unpolled tail of the line away within the test, for
 		// the Away panel; away_ttl (10m by default) keeps their places.
-		return roomBlock(room, "/shop*", 2, "redis redis://"+srv.Addr, "queue_ttl 3s")
+		return roomBlock(room, "/shop*", 2, "redis redis://"+srv.Addr, "queue_ttl 5s")
 	})
 	var targets []string
 	for _, nd := range f.nodes {

@@ -305,7 +305,7 @@ func TestLiveWebSocketPositionsThenAdmitted(t *testing.T) {
 }
 
 func TestLiveSessionExpiryAdmitsTheHead(t *testing.T) {
-	startLive(t, uniqueRoom(t), "capacity 1\n\t\tsession_ttl 1s")
+	startLive(t, uniqueRoom(t), "capacity 1\n\t\tsession_ttl 10s")
 	first, second := newVisitor(t), newVisitor(t)
 	first.place("/")
 	if _, admitted := second.place("/"); admitted {

@@ -23,7 +23,7 @@ func TestMultiAwayAndBack(t *testing.T) {
 	room := uniqueRoom(t)
 	f := startFleet(t, 3, func(int) string {
 		return roomBlock(room, "/shop*", 1, "redis redis://"+srv.Addr,
-			"queue_ttl 2s", "away_ttl 1m", "session_ttl 1h")
+			"queue_ttl 5s", "away_ttl 1m", "session_ttl 1h")
 	})
 	a, b, c := f.nodes[0], f.nodes[1], f.nodes[2]
 	holder, quiet, second, third := newGuest(), newGuest(), newGuest(), newGuest()
@@ -124,7 +124,7 @@ func TestMultiHeldSocketsKeepPlaces(t *testing.T) {
 	room := uniqueRoom(t)
 	f := startFleet(t, 3, func(int) string {
 		return roomBlock(room, "/shop*", 1, "redis redis://"+srv.Addr,
-			"queue_ttl 3s", "away_ttl 1m", "session_ttl 1h")
+			"queue_ttl 5s", "away_ttl 1m", "session_ttl 1h")
 	})
 	ctx := context.Background()
 	holder := newGuest()

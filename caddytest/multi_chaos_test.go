@@ -24,7 +24,7 @@ func TestMultiInstanceKilledUnderLoad(t *testing.T) {
 	room := uniqueRoom(t)
 	const capacity, n = 5, 20
 	f := startFleet(t, 3, func(int) string {
-		return roomBlock(room, "/shop*", capacity, "redis redis://"+srv.Addr, "session_ttl 2s")
+		return roomBlock(room, "/shop*", capacity, "redis redis://"+srv.Addr, "session_ttl 10s")
 	})
 	rdb := newRedisClient(t, srv.Addr)
 	victim, a, b := f.nodes[0], f.nodes[1], f.nodes[2]

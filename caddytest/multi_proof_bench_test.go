@@ -34,7 +34,7 @@ func BenchmarkMultiProofOfWorkServerCPU(b *testing.B) {
 		perRun  = 2000
 		workers = 16
 		bits    = 16
-		secret  = "bench-proof-of-work-secret"
+		secret  = "bench-proof-of-work-secret-of-32-bytes"
 	)
 	room := fmt.Sprintf("powbench%d", time.Now().UnixNano()%1e6)
 	f := startFleet(b, 1, func(int) string {

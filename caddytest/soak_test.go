@@ -42,7 +42,7 @@ func TestSoak(t *testing.T) {
 	}
 	room := uniqueRoom(t)
 	const capacity, workers = 20, 40
-	startLive(t, room, fmt.Sprintf("capacity %d\n\t\tsession_ttl 3s\n\t\tqueue_ttl 4s\n\t\taway_ttl 8s", capacity))
+	startLive(t, room, fmt.Sprintf("capacity %d\n\t\tsession_ttl 10s\n\t\tqueue_ttl 5s\n\t\taway_ttl 10s", capacity))
 	perG, perHeap := waiterFootprint(t, capacity, workers)
 	tolG, tolHeap := workers*perG, uint64(workers)*perHeap
 	t.Logf("one waiting visitor holds %d goroutines and %d bytes of heap here: tolerances %d goroutines, %.1f MiB", perG, perHeap, tolG, float64(tolHeap)/(1<<20))

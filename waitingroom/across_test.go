@@ -21,7 +21,7 @@ func TestRevokeAndRemovalReachAnotherInstance(t *testing.T) {
 			name := t.Name() + "-" + time.Now().Format("150405.000000")
 			instance := func() *testRoom {
 				return newTestRoomWith(t, 1, func(h *Handler) {
-					h.Name, h.Secret, h.clock = name, "a secret both instances share", clk
+					h.Name, h.Secret, h.clock = name, "a secret both instances share, 32 bytes or more", clk
 				})
 			}
 			a, b := instance(), instance()

@@ -2,6 +2,8 @@ package waitingroom
 
 import (
 	"cmp"
+	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,8 +30,40 @@ func init() {
 
 func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	wr := new(Handler)
-	err := wr.UnmarshalCaddyfile(h.Dispenser)
-	return wr, err
+	if err := wr.UnmarshalCaddyfile(h.Dispenser); err != nil {
+		return wr, err
+	}
+	return wr, claimCookieName(h.State, wr)
+}
+
+// cookieOwner is the room that first named a cookie in the Caddyfile, and where.
+type cookieOwner struct{ room, at string }
+
+// claimCookieName refuses a room whose cookie name another room of the Caddyfile has
+// (checkCookieName says why), naming both rooms and both lines. state is the
+// adapter's, shared by every directive of the Caddyfile.
+func claimCookieName(state map[string]any, wr *Handler) error {
+	const key = "waiting_room.cookie_names"
+	owners, _ := state[key].(map[string]cookieOwner)
+	if owners == nil {
+		owners = map[string]cookieOwner{}
+		state[key] = owners
+	}
+	var c token.Cookie
+	if wr.Cookie != nil {
+		c = *wr.Cookie
+	}
+	c.SetDefaults(wr.Name) // the name Provision will give it
+	name := c.Name
+	first, taken := owners[name]
+	switch {
+	case !taken:
+		owners[name] = cookieOwner{room: wr.Name, at: wr.cookieNamedAt}
+	case first.room != wr.Name:
+		return fmt.Errorf("rooms %q and %q both use the cookie %q (at %s and %s): a visitor of one would lose the place in the other; give one its own cookie name (cookie { name ... })",
+			wr.Name, first.room, name, wr.cookieNamedAt, first.at)
+	}
+	return nil
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
@@ -80,6 +114,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	seen := map[string]bool{}
+	var nameAt string      // the line of the room's name, where its default cookie name comes from
 	var awayTooShort error // away_ttl below queue_ttl, on away_ttl's line
 	for d.NextBlock(0) {
 		sub := d.Val()
@@ -93,6 +128,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		switch sub {
 		case "name":
 			h.Name, err = oneArg(d)
+			nameAt = where(d)
 			if err == nil && h.Name == reservedName {
 				err = d.Errf("name %q is reserved: the admin API serves its dashboard at /waiting_room/%s", h.Name, reservedName)
 			}
@@ -105,14 +141,14 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "event":
 			err = h.parseEvent(d)
 		case "session_ttl":
-			h.SessionTTL, err = duration(d)
+			h.SessionTTL, err = duration(d, sub, minSessionTTL)
 		case "session_max":
-			h.SessionMax, err = duration(d)
+			h.SessionMax, err = duration(d, sub, minSessionMax)
 		case "queue_ttl":
-			h.QueueTTL, err = duration(d)
+			h.QueueTTL, err = duration(d, sub, minQueueTTL)
 		case "away_ttl":
 			var away caddy.Duration
-			away, err = durationOrZero(d)
+			away, err = durationOrZero(d, sub)
 			h.AwayTTL = &away
 			awayTooShort = d.Errf("away_ttl %v is shorter than queue_ttl: a quiet waiter is kept at least as long as a present one (0 loses the place at queue_ttl)", time.Duration(away))
 		case "status_code":
@@ -129,9 +165,15 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if len(args) == 0 {
 				return d.ArgErr()
 			}
+			if err := checkSecrets(d, args); err != nil {
+				return err
+			}
 			h.Secret, h.PreviousSecrets = args[0], args[1:]
 		case "template":
 			h.Template, err = oneArg(d)
+			if err == nil {
+				err = checkTemplate(d, h.Template)
+			}
 		case "max_joins_per_ip":
 			err = h.parseMaxJoins(d)
 		case "max_connections_per_ip":
@@ -154,7 +196,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "proof_of_work":
 			h.ProofOfWork, err = parseProofOfWork(d)
 		case "cookie":
-			h.Cookie, err = parseCookie(d)
+			h.Cookie, err = parseCookie(d, &h.cookieNamedAt)
 		case "store":
 			err = h.parseStore(d)
 		default:
@@ -166,6 +208,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	}
 	if h.Name == "" {
 		return missingName
+	}
+	if h.cookieNamedAt == "" {
+		h.cookieNamedAt = nameAt
 	}
 	if h.Capacity == 0 {
 		return missingCapacity
@@ -194,6 +239,9 @@ func (h *Handler) parseMaxJoins(d *caddyfile.Dispenser) error {
 		window, err := caddy.ParseDuration(args[1])
 		if err != nil || window <= 0 {
 			return d.Errf("bad window %q: want a positive duration such as 1m", args[1])
+		}
+		if err := atLeast("join_window", window, minWindow); err != nil {
+			return d.Err(err.Error())
 		}
 		h.PerIP.JoinWindow = caddy.Duration(window)
 	}
@@ -225,6 +273,9 @@ func parseRate(d *caddyfile.Dispenser) (*Rate, error) {
 	per, err := caddy.ParseDuration(args[1])
 	if err != nil || per <= 0 {
 		return nil, d.Errf("bad rate window %q: want a positive duration such as 1s or 1m", args[1])
+	}
+	if err := atLeast("rate window", per, minWindow); err != nil {
+		return nil, d.Err(err.Error())
 	}
 	return &Rate{Count: n, Per: caddy.Duration(per)}, nil
 }
@@ -265,7 +316,8 @@ func (h *Handler) parseEvent(d *caddyfile.Dispenser) error {
 		var err error
 		switch sub {
 		case "prequeue":
-			ev.Prequeue, err = duration(d)
+			// Any pre-queue works, however short: no floor.
+			ev.Prequeue, err = duration(d, sub, 0)
 		case "shuffle":
 			if d.NextArg() {
 				return d.ArgErr()
@@ -291,7 +343,8 @@ func (h *Handler) parseEvent(d *caddyfile.Dispenser) error {
 	return nil
 }
 
-func parseCookie(d *caddyfile.Dispenser) (*token.Cookie, error) {
+// parseCookie reads the cookie block; namedAt learns the line of its name option.
+func parseCookie(d *caddyfile.Dispenser, namedAt *string) (*token.Cookie, error) {
 	if d.NextArg() {
 		return nil, d.ArgErr()
 	}
@@ -307,6 +360,7 @@ func parseCookie(d *caddyfile.Dispenser) (*token.Cookie, error) {
 		switch sub {
 		case "name":
 			c.Name, err = oneArg(d)
+			*namedAt = where(d)
 			if err == nil && token.CookieSafe(c.Name) != c.Name {
 				err = d.Errf("cookie name %q: only letters, digits, '-' and '_' are allowed", c.Name)
 			}
@@ -367,29 +421,64 @@ func positiveInt(d *caddyfile.Dispenser, what string) (int, error) {
 	return n, nil
 }
 
-func duration(d *caddyfile.Dispenser) (caddy.Duration, error) {
+// duration reads the setting name's duration, which must be positive and at least
+// floor; the error names the setting.
+func duration(d *caddyfile.Dispenser, name string, floor time.Duration) (caddy.Duration, error) {
 	s, err := oneArg(d)
 	if err != nil {
 		return 0, err
 	}
 	v, err := caddy.ParseDuration(s)
 	if err != nil || v <= 0 {
-		return 0, d.Errf("bad duration %q: want a positive duration such as 30s or 5m", s)
+		return 0, d.Errf("%s: bad duration %q: want a positive duration such as 30s or 5m", name, s)
+	}
+	if err := atLeast(name, v, floor); err != nil {
+		return 0, d.Err(err.Error())
 	}
 	return caddy.Duration(v), nil
 }
 
 // durationOrZero reads a duration that may be 0 (off).
-func durationOrZero(d *caddyfile.Dispenser) (caddy.Duration, error) {
+func durationOrZero(d *caddyfile.Dispenser, name string) (caddy.Duration, error) {
 	s, err := oneArg(d)
 	if err != nil {
 		return 0, err
 	}
 	v, err := caddy.ParseDuration(s)
 	if err != nil || v < 0 {
-		return 0, d.Errf("bad duration %q: want 0 or a positive duration such as 10m", s)
+		return 0, d.Errf("%s: bad duration %q: want 0 or a positive duration such as 10m", name, s)
 	}
 	return caddy.Duration(v), nil
+}
+
+// where is the current token's place, as errors give it ("Caddyfile:12").
+func where(d *caddyfile.Dispenser) string { return fmt.Sprintf("%s:%d", d.File(), d.Line()) }
+
+// checkSecrets refuses, with the line, a secret or previous secret that is empty or
+// too short once its placeholders are expanded. The Caddyfile is adapted where Caddy
+// runs (caddy run, caddy validate), so {env.*} reads the environment the room will
+// sign with; Provision checks again for JSON configs.
+func checkSecrets(d *caddyfile.Dispenser, secrets []string) error {
+	repl := caddy.NewReplacer()
+	for i, s := range secrets {
+		if err := checkSecret(secretRole(i), s, repl.ReplaceKnown(s, "")); err != nil {
+			return d.Err(err.Error())
+		}
+	}
+	return nil
+}
+
+// checkTemplate reads and parses the template where the Caddyfile names it, so a
+// missing or broken file is reported with its line, not only at provision.
+func checkTemplate(d *caddyfile.Dispenser, path string) error {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return d.Errf("template: reading: %v", err)
+	}
+	if _, err := page.NewPage(path, string(text)); err != nil {
+		return d.Errf("template: parsing: %v", err)
+	}
+	return nil
 }
 
 func statusCode(d *caddyfile.Dispenser, what string) (int, error) {

@@ -2,6 +2,7 @@ package waitingroom
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -17,7 +18,14 @@ import (
 func on() *bool  { v := true; return &v }
 func off() *bool { v := false; return &v }
 
+// oldSecret is a previous secret long enough to be taken.
+const oldSecret = "an-old-secret-of-at-least-32-bytes"
+
 func TestUnmarshalCaddyfile(t *testing.T) {
+	// The secret is checked where the Caddyfile is adapted, and the template read.
+	t.Setenv("WAITING_ROOM_SECRET", longSecret)
+	tmpl := filepath.Join(t.TempDir(), "waiting.html")
+	writeFile(t, tmpl, "<p>{{.Position}}</p>")
 	for _, tc := range []struct {
 		name  string
 		input string
@@ -79,7 +87,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 				away_ttl 0
 				status_code 503
 				fail closed
-				secret {env.WAITING_ROOM_SECRET} old-1 old-2
+				secret {env.WAITING_ROOM_SECRET} OLD-1 OLD-2
 				template /etc/caddy/waiting.html
 				cookie {
 					name wr_tickets
@@ -101,7 +109,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 				StatusCode:      503,
 				Fail:            "closed",
 				Secret:          "{env.WAITING_ROOM_SECRET}",
-				PreviousSecrets: []string{"old-1", "old-2"},
+				PreviousSecrets: []string{oldSecret + "-1", oldSecret + "-2"},
 				Template:        "/etc/caddy/waiting.html",
 				Cookie: &token.Cookie{
 					Name:     "wr_tickets",
@@ -136,9 +144,9 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 			input: `waiting_room {
 				name a
 				capacity 1
-				secret s3cret
+				secret 0123456789abcdef0123456789abcdef
 			}`,
-			want: Handler{Name: "a", Capacity: 1, Secret: "s3cret"},
+			want: Handler{Name: "a", Capacity: 1, Secret: longSecret},
 		},
 		{
 			name: "bare secure means on, http_only off means off",
@@ -250,19 +258,23 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 				name a
 				capacity 1
 				session_ttl 1d
-				queue_ttl 1500ms
+				queue_ttl 5500ms
 			}`,
 			want: Handler{
 				Name:       "a",
 				Capacity:   1,
 				SessionTTL: caddy.Duration(24 * time.Hour),
-				QueueTTL:   caddy.Duration(1500 * time.Millisecond),
+				QueueTTL:   caddy.Duration(5500 * time.Millisecond),
 			},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			input := strings.NewReplacer("OLD-1", oldSecret+"-1", "OLD-2", oldSecret+"-2", "/etc/caddy/waiting.html", tmpl).Replace(tc.input)
+			if tc.want.Template != "" {
+				tc.want.Template = tmpl
+			}
 			var got Handler
-			if err := got.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input)); err != nil {
+			if err := got.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input)); err != nil {
 				t.Fatalf("unexpected error: %v", err)
 			}
 			assertSameConfig(t, got, tc.want)
@@ -295,6 +307,8 @@ func assertSameConfig(t *testing.T, got, want Handler) {
 	if len(got.PreviousSecrets) == 0 && len(want.PreviousSecrets) == 0 {
 		got.PreviousSecrets, want.PreviousSecrets = nil, nil
 	}
+	// Where the Caddyfile named the cookie is for the adapter's check, not config.
+	got.cookieNamedAt, want.cookieNamedAt = "", ""
 	if !reflect.DeepEqual(got, want) {
 		g, _ := json.Marshal(got)
 		w, _ := json.Marshal(want)

@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -281,9 +284,11 @@ func (r control) patch(ctx context.Context, body []byte) (roomInfo, error) {
 		return roomInfo{}, inputErrorf("want a JSON object such as {\"capacity\": 20}")
 	}
 	// o holds the new values of the fields named; saveOverrides merges them into
-	// what the store holds.
+	// what the store holds. The fields go in name order, so that a body with several
+	// bad fields is refused for the same one every time.
 	var o overrides
-	for name, raw := range fields {
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		raw := fields[name]
 		switch name {
 		case "capacity":
 			if string(raw) == "null" {
@@ -292,7 +297,7 @@ func (r control) patch(ctx context.Context, body []byte) (roomInfo, error) {
 			}
 			var n int
 			if err := json.Unmarshal(raw, &n); err != nil {
-				return roomInfo{}, inputErrorf("capacity must be a whole number or null, got %s", raw)
+				return roomInfo{}, inputErrorf("capacity must be a whole number or null, got %s", clip(raw))
 			}
 			if n <= 0 {
 				return roomInfo{}, inputErrorf("capacity must be greater than 0, got %d", n)
@@ -311,10 +316,10 @@ func (r control) patch(ctx context.Context, body []byte) (roomInfo, error) {
 			}
 			var m string
 			if err := json.Unmarshal(raw, &m); err != nil {
-				return roomInfo{}, inputErrorf("mode must be a string or null, got %s", raw)
+				return roomInfo{}, inputErrorf("mode must be a string or null, got %s", clip(raw))
 			}
 			if err := queue.CheckMode(m); err != nil {
-				return roomInfo{}, inputErrorf("%v", err)
+				return roomInfo{}, inputErrorf("mode must be one of %s, got %q", strings.Join(queue.Modes, ", "), clip([]byte(m)))
 			}
 			o.Mode = &m
 		case "message":
@@ -334,7 +339,7 @@ func (r control) patch(ctx context.Context, body []byte) (roomInfo, error) {
 			}
 			o.ProofOfWork = bits
 		default:
-			return roomInfo{}, inputErrorf("unknown field %q (the fields are: capacity, rate, mode, message, session_ttl, queue_ttl, away_ttl, session_max, proof_of_work)", name)
+			return roomInfo{}, inputErrorf("unknown field %q (the fields are: capacity, rate, mode, message, session_ttl, queue_ttl, away_ttl, session_max, proof_of_work)", clip([]byte(name)))
 		}
 	}
 	saved, err := r.saveOverrides(ctx, fields, o)
@@ -359,7 +364,7 @@ func patchRate(raw json.RawMessage) (*Rate, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rate); err != nil {
-		return nil, inputErrorf(`rate must be {"count": n, "per": "1m"}, "off" or null, got %s`, raw)
+		return nil, inputErrorf(`rate must be {"count": n, "per": "1m"}, "off" or null, got %s`, clip(raw))
 	}
 	if err := rate.validate(); err != nil {
 		return nil, inputErrorf("%v", err)

@@ -117,7 +117,7 @@ func TestForgedCookiesNeverAdmit(t *testing.T) {
 // Rooms that share a secret (one secret in the config for every room is the easy
 // thing to write) still do not honour each other's cookies.
 func TestCookieFromAnotherRoomNeverAdmits(t *testing.T) {
-	shared := func(h *Handler) { h.Secret = "one secret for every room" }
+	shared := func(h *Handler) { h.Secret = "one secret for every room of the site" }
 	shop, tickets := newRoomWith(t, shared), newRoomWith(t, shared)
 	shopAdmitted, shopWaiters := shop.fill(1)
 	tickets.fill(3)
@@ -250,21 +250,22 @@ func TestRejoinWithoutCookieGoesToTheBack(t *testing.T) {
 func TestPreviousSecretsDuringRotation(t *testing.T) {
 	name := "rotation-" + queue.NewVisitorID().String()[:8]
 	clk := &fakeClock{now: time.Unix(1_800_000_000, 0)}
+	const oldKey, newKey = "the old secret, 32 bytes or longer", "the new secret, 32 bytes or longer"
 	config := func(secret string, previous ...string) func(h *Handler) {
 		return func(h *Handler) {
 			h.Name, h.clock, h.Secret, h.PreviousSecrets = name, clk, secret, previous
 		}
 	}
-	old := newRoomWith(t, config("old"))
+	old := newRoomWith(t, config(oldKey))
 	admitted, waiters := old.fill(2)
 
 	// A reload that rotates: the same room (and store), the old secret listed.
-	rotating := newRoomWith(t, config("new", "old"))
+	rotating := newRoomWith(t, config(newKey, oldKey))
 	w, reissued := rotating.visit(admitted, "")
 	if w.Body.String() != "upstream" {
 		t.Fatalf("an admitted visitor with an old-secret cookie was stopped during rotation: %q", w.Body.String())
 	}
-	newOnly := token.NewKeyring(name, [][]byte{[]byte("new")})
+	newOnly := token.NewKeyring(name, [][]byte{[]byte(newKey)})
 	if _, ok := newOnly.Open(reissued, clk.Now()); !ok {
 		t.Fatal("the cookie reissued during rotation is not signed with the new secret")
 	}
@@ -273,7 +274,7 @@ func TestPreviousSecretsDuringRotation(t *testing.T) {
 	}
 
 	// Once the old secret is dropped from the list, its cookies are strangers.
-	rotated := newRoomWith(t, config("new"))
+	rotated := newRoomWith(t, config(newKey))
 	rotated.turnedAway(admitted, "an admitted cookie signed with a retired secret")
 	rotated.turnedAway(waiters[1], "a waiter's cookie signed with a retired secret")
 	if w, _ := rotated.visit(reissued, ""); w.Body.String() != "upstream" {

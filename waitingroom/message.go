@@ -46,12 +46,17 @@ func patchMessage(raw json.RawMessage) (*string, error) {
 }
 
 // clip shortens what an error quotes back: a 100 KB body need not come back whole.
+// It cuts between characters, so the clip stays valid UTF-8.
 func clip(raw []byte) string {
 	const most = 80
 	if len(raw) <= most {
 		return string(raw)
 	}
-	return string(raw[:most]) + "…"
+	cut := most
+	for cut > 0 && !utf8.RuneStart(raw[cut]) {
+		cut--
+	}
+	return string(raw[:cut]) + "…"
 }
 
 // message is what the line is told now: the admin API's message, else the configured

@@ -21,7 +21,7 @@ type PerIP struct {
 	// the answer is 429 with Retry-After, and nothing is stored or counted. 0: no cap.
 	MaxJoins int `json:"max_joins,omitempty"`
 
-	// JoinWindow is the window of MaxJoins. Default: 1m.
+	// JoinWindow is the window of MaxJoins, at least 1s. Default: 1m.
 	JoinWindow caddy.Duration `json:"join_window,omitempty"`
 
 	// MaxConnections is how many waiting-page WebSockets one address may hold open at

@@ -19,7 +19,7 @@ type Rate struct {
 	// Count is the most admissions per window. 0 (only in an admin override) means no
 	// rate limit.
 	Count int `json:"count"`
-	// Per is the window, such as "1m".
+	// Per is the window, such as "1m"; at least 1s.
 	Per caddy.Duration `json:"per,omitempty"`
 }
 
@@ -49,7 +49,7 @@ func (r *Rate) validate() error {
 	if r.Per <= 0 {
 		return fmt.Errorf("rate window must be a positive duration, got %v", time.Duration(r.Per))
 	}
-	return nil
+	return atLeast("rate window", time.Duration(r.Per), minWindow)
 }
 
 // Event is a scheduled opening (a sale, a ticket release). From Start-Prequeue until

@@ -54,7 +54,7 @@ func patchProofOfWork(raw json.RawMessage) (*int, error) {
 	}
 	var n int
 	if err := json.Unmarshal(raw, &n); err != nil {
-		return nil, inputErrorf("proof_of_work must be a whole number of bits or null, got %s", raw)
+		return nil, inputErrorf("proof_of_work must be a whole number of bits or null, got %s", clip(raw))
 	}
 	if err := checkProofOfWork(n); err != nil {
 		return nil, inputErrorf("%v", err)

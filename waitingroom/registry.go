@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"sync"
@@ -59,4 +60,35 @@ func Rooms() []AdminRoom {
 		rooms = append(rooms, control{h: hs[len(hs)-1]})
 	}
 	return rooms
+}
+
+// checkCookieName refuses h if another room of its config sends a cookie of the same
+// name: a browser keeps one cookie per name (and host; ports do not count, and a
+// cookie domain joins hosts), so each room would overwrite the other's, and a visitor
+// of one would lose the place in the other and leave a ghost place behind. Handlers of
+// one name are one room and share their cookie on purpose. Rooms of other configs (the
+// old one during a reload) are not in the way.
+func checkCookieName(h *Handler) error {
+	if h.config == nil {
+		return nil
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	names := make([]string, 0, len(registry.rooms))
+	for name := range registry.rooms {
+		names = append(names, name)
+	}
+	sort.Strings(names) // the same answer every time when several rooms collide
+	for _, name := range names {
+		if name == h.Name {
+			continue
+		}
+		for _, other := range registry.rooms[name] {
+			if other.config == h.config && other.Cookie.Name == h.Cookie.Name {
+				return fmt.Errorf("rooms %q and %q both use the cookie %q: a visitor of one would lose the place in the other; give one its own cookie name (cookie { name ... })",
+					h.Name, other.Name, h.Cookie.Name)
+			}
+		}
+	}
+	return nil
 }

@@ -79,6 +79,10 @@ func (h *Handler) sessions() sessionSettings {
 func (h *Handler) sessionTTL() time.Duration { return h.sessions().sessionTTL }
 func (h *Handler) queueTTL() time.Duration   { return h.sessions().queueTTL }
 
+// sessionFloors are the least each session setting takes (floors.go); away_ttl's is
+// queue_ttl, which checkSessions holds.
+var sessionFloors = map[string]time.Duration{"session_ttl": minSessionTTL, "queue_ttl": minQueueTTL, "session_max": minSessionMax}
+
 // patchSession reads a PATCH's session_ttl, queue_ttl, away_ttl or session_max into
 // o: null restores the configured value, a duration string sets it. away_ttl takes 0
 // (the place is lost at queue_ttl) and session_max takes "off".
@@ -104,11 +108,16 @@ func (o *overrides) patchSession(name string, raw json.RawMessage) error {
 		return inputErrorf("%s: bad duration %q: want a duration such as 30s or 5m", name, clip([]byte(s)))
 	case d < 0 || d == 0 && name != "away_ttl":
 		if name == "session_max" {
-			return inputErrorf("session_max must be greater than 0 (\"off\" turns it off), got %q", s)
+			return inputErrorf("session_max must be greater than 0 (\"off\" turns it off), got %q", clip([]byte(s)))
 		}
-		return inputErrorf("%s must be greater than 0, got %q", name, s)
+		return inputErrorf("%s must be greater than 0, got %q", name, clip([]byte(s)))
 	case d > maxSessionSetting:
-		return inputErrorf("%s must be at most %v, got %q", name, maxSessionSetting, s)
+		return inputErrorf("%s must be at most %v, got %q", name, maxSessionSetting, clip([]byte(s)))
+	}
+	if floor := sessionFloors[name]; d > 0 {
+		if err := atLeast(name, d, floor); err != nil {
+			return &inputError{msg: err.Error()}
+		}
 	}
 	p := period(d)
 	*field = &p

@@ -57,18 +57,19 @@ type Handler struct {
 	Events []Event `json:"events,omitempty"`
 
 	// SessionTTL is how long an admitted visitor keeps the slot without making a
-	// request. Default: 5m.
+	// request. At least 10s. Default: 5m.
 	SessionTTL caddy.Duration `json:"session_ttl,omitempty"`
 
 	// SessionMax, when set, ends an admitted visitor's session this long after
 	// admission however active the visitor is (a fixed shopping time). Their next
 	// request makes them a new visitor, told that their time ran out; the slot frees at
-	// SessionMax even if that request never comes. Default: off.
+	// SessionMax even if that request never comes. At least 10s. Default: off.
 	SessionMax caddy.Duration `json:"session_max,omitempty"`
 
 	// QueueTTL is how long a waiter counts as present without being heard from (page
 	// load, poll or WebSocket). After that the waiter is away: the place is kept (see
-	// AwayTTL) but counted nowhere and never admitted. Default: 1m.
+	// AwayTTL) but counted nowhere and never admitted. At least 5s (two polls of a
+	// page without a WebSocket). Default: 1m.
 	QueueTTL caddy.Duration `json:"queue_ttl,omitempty"`
 
 	// AwayTTL is how long a waiter who has gone quiet (a closed tab, a phone asleep, a
@@ -94,7 +95,8 @@ type Handler struct {
 	Fail string `json:"fail,omitempty"`
 
 	// Secret is the HMAC-SHA256 key that signs visitor cookies. Placeholders such as
-	// {env.WAITING_ROOM_SECRET} are expanded. When empty, a random secret is generated
+	// {env.WAITING_ROOM_SECRET} are expanded; once expanded it must be at least 32
+	// bytes, as must each previous secret. When empty, a random secret is generated
 	// and kept in the store: across reloads with the memory store, and shared by every
 	// instance with a shared store.
 	Secret string `json:"secret,omitempty"`
@@ -141,6 +143,12 @@ type Handler struct {
 	page         *page.Writer // the operator's template, or the embedded page
 	logger       *zap.Logger
 	clock        clock
+	// config is the Done channel of the config the handler was provisioned in: the
+	// one thing every module of a loaded config shares and no other config does.
+	config <-chan struct{}
+	// cookieNamedAt is where the Caddyfile names the room's cookie (its cookie name
+	// option, else its name), for the adapter's cookie-name check.
+	cookieNamedAt string
 }
 
 // CaddyModule returns the Caddy module information.
@@ -196,6 +204,10 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.Validate(); err != nil {
 		return err
 	}
+	h.config = ctx.Done()
+	if err := checkCookieName(h); err != nil {
+		return err
+	}
 
 	embedded := page.EmbeddedPage()
 	h.page = &page.Writer{Page: embedded, Embedded: embedded}
@@ -220,6 +232,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			zap.String("room", h.Name), zap.String("template", h.Template), zap.Error(err))
 	}
 
+	secrets, err := h.configuredSecrets()
+	if err != nil {
+		return err
+	}
+
 	if h.StoreRaw == nil {
 		h.StoreRaw = json.RawMessage(`{"type":"memory"}`)
 	}
@@ -238,10 +255,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.store, h.releaseStore = store, release
 
-	secrets, err := h.configuredSecrets()
-	if err != nil {
-		return err
-	}
 	m, err := newRoomMetrics(h.Name, ctx.GetMetricsRegistry())
 	if err != nil {
 		return err
@@ -263,14 +276,22 @@ func (h *Handler) configuredSecrets() ([][]byte, error) {
 	}
 	repl := caddy.NewReplacer()
 	var secrets [][]byte
-	for _, s := range append([]string{h.Secret}, h.PreviousSecrets...) {
+	for i, s := range append([]string{h.Secret}, h.PreviousSecrets...) {
 		v := repl.ReplaceKnown(s, "")
-		if v == "" {
-			return nil, fmt.Errorf("secret %q is empty after expanding placeholders", s)
+		if err := checkSecret(secretRole(i), s, v); err != nil {
+			return nil, err
 		}
 		secrets = append(secrets, []byte(v))
 	}
 	return secrets, nil
+}
+
+// secretRole names the i-th of secret and previous_secrets in errors.
+func secretRole(i int) string {
+	if i == 0 {
+		return "secret"
+	}
+	return "previous secret"
 }
 
 // Validate checks the configuration.
@@ -287,11 +308,26 @@ func (h *Handler) Validate() error {
 	if h.SessionTTL < 0 {
 		return fmt.Errorf("session_ttl must not be negative, got %v", time.Duration(h.SessionTTL))
 	}
+	if h.SessionTTL > 0 {
+		if err := atLeast("session_ttl", time.Duration(h.SessionTTL), minSessionTTL); err != nil {
+			return err
+		}
+	}
 	if h.SessionMax < 0 {
 		return fmt.Errorf("session_max must be greater than 0 (or absent: off), got %v", time.Duration(h.SessionMax))
 	}
+	if h.SessionMax > 0 {
+		if err := atLeast("session_max", time.Duration(h.SessionMax), minSessionMax); err != nil {
+			return err
+		}
+	}
 	if h.QueueTTL < 0 {
 		return fmt.Errorf("queue_ttl must not be negative, got %v", time.Duration(h.QueueTTL))
+	}
+	if h.QueueTTL > 0 {
+		if err := atLeast("queue_ttl", time.Duration(h.QueueTTL), minQueueTTL); err != nil {
+			return err
+		}
 	}
 	if a, q := h.AwayTTL, cmp.Or(time.Duration(h.QueueTTL), defaultQueueTTL); a != nil && (*a < 0 || *a > 0 && time.Duration(*a) < q) {
 		return fmt.Errorf("away_ttl must be 0 or at least queue_ttl (%v), got %v", q, time.Duration(*a))
@@ -302,6 +338,11 @@ func (h *Handler) Validate() error {
 	if h.PerIP != nil && (h.PerIP.MaxJoins < 0 || h.PerIP.MaxConnections < 0 || h.PerIP.JoinWindow < 0) {
 		return fmt.Errorf("per_ip caps must not be negative, got max_joins %d, join_window %v, max_connections %d",
 			h.PerIP.MaxJoins, time.Duration(h.PerIP.JoinWindow), h.PerIP.MaxConnections)
+	}
+	if h.PerIP != nil && h.PerIP.JoinWindow > 0 {
+		if err := atLeast("per_ip join_window", time.Duration(h.PerIP.JoinWindow), minWindow); err != nil {
+			return err
+		}
 	}
 	if h.RejectStatusCode != 0 && !slices.Contains(statusCodes, h.RejectStatusCode) {
 		return fmt.Errorf("reject_status_code must be one of 200, 202, 429 or 503, got %d", h.RejectStatusCode)

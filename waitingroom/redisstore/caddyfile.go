@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -27,11 +28,20 @@ func (r *Redis) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the module name
 	if d.NextArg() {
 		r.URL = d.Val()
+		// A URL from a placeholder is checked once expanded, at provision.
+		if !strings.Contains(r.URL, "{") {
+			if _, err := parseURL(r.URL); err != nil {
+				return d.Err(err.Error())
+			}
+		}
 	}
 	if d.NextArg() {
 		return d.ArgErr()
 	}
 	seen := map[string]bool{}
+	// joinWaitTooLong is join_wait past the default timeout, on join_wait's line, for
+	// when no timeout follows.
+	var joinWaitTooLong error
 	for d.NextBlock(0) {
 		name := d.Val()
 		if seen[name] {
@@ -91,6 +101,9 @@ func (r *Redis) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			if name == "timeout" {
 				r.Timeout = caddy.Duration(dur)
+				if err := r.checkJoinWait(); err != nil {
+					return d.Err(err.Error())
+				}
 			} else {
 				r.DialTimeout = caddy.Duration(dur)
 			}
@@ -103,12 +116,21 @@ func (r *Redis) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("join_wait must be a duration >= 0, not %q", args[0])
 			}
 			r.JoinWait = caddy.Duration(dur)
+			if err := r.checkJoinWait(); err != nil {
+				if seen["timeout"] {
+					return d.Err(err.Error())
+				}
+				joinWaitTooLong = d.Err(err.Error())
+			}
 		default:
 			return d.Errf("unrecognized subdirective %q", name)
 		}
 	}
 	if seen["addresses"] && seen["sentinel"] {
 		return d.Err("addresses and sentinel are exclusive: sentinel takes the Sentinels' addresses")
+	}
+	if !seen["timeout"] && joinWaitTooLong != nil {
+		return joinWaitTooLong
 	}
 	return nil
 }

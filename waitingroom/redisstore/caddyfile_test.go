@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -148,5 +149,35 @@ func TestProvision(t *testing.T) {
 				t.Fatalf("settings = %+v, want %+v", r.settings, tc.want)
 			}
 		})
+	}
+}
+
+// What Provision and Validate would refuse is refused where the Caddyfile says it,
+// with the line: an address that is not a Redis URL, and a join_wait as long as the
+// timeout. A URL from a placeholder is checked once it is expanded, at provision.
+func TestCaddyfileRefusesWithTheLine(t *testing.T) {
+	for _, tc := range []struct {
+		input   string
+		line    int
+		wantErr string
+	}{
+		{"redis cache:6379", 1, "url: not a redis:// or rediss:// URL of a host:port"},
+		{"redis http://cache:6379", 1, "url: not a redis:// or rediss:// URL"},
+		{"redis unix:///run/redis.sock", 1, "url: unix sockets are not supported"},
+		{"redis {\n timeout 50ms\n join_wait 50ms\n}", 3, "join_wait 50ms must be shorter than timeout 50ms"},
+		{"redis {\n join_wait 2s\n}", 2, "join_wait 2s must be shorter than timeout 1s"},
+		{"redis {\n join_wait 200ms\n timeout 100ms\n}", 3, "join_wait 200ms must be shorter than timeout 100ms"},
+	} {
+		var r Redis
+		err := r.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
+		if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.HasSuffix(err.Error(), fmt.Sprintf(", at Testfile:%d", tc.line)) {
+			t.Errorf("%q: %v, want %q at line %d", tc.input, err, tc.wantErr, tc.line)
+		}
+	}
+	for _, ok := range []string{"redis redis://cache:6379", "redis rediss://u:p@cache:6380/2", "redis {env.REDIS_URL}", "redis {\n join_wait 20ms\n}"} {
+		var r Redis
+		if err := r.UnmarshalCaddyfile(caddyfile.NewTestDispenser(ok)); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
 	}
 }

@@ -143,13 +143,9 @@ func (r *Redis) Provision(ctx caddy.Context) error {
 	}
 	var addrs []string
 	if u := repl.ReplaceKnown(r.URL, ""); u != "" {
-		opts, err := redis.ParseURL(u)
+		opts, err := parseURL(u)
 		if err != nil {
-			// The URL may hold a password: name the problem, not the URL.
-			return errors.New("parsing url: not a redis:// or rediss:// URL of a host:port")
-		}
-		if opts.Network == "unix" {
-			return errors.New("parsing url: unix sockets are not supported, use host:port")
+			return fmt.Errorf("parsing %w", err)
 		}
 		addrs = append(addrs, opts.Addr)
 		if s.username == "" {
@@ -190,7 +186,6 @@ func (r *Redis) Provision(ctx caddy.Context) error {
 
 // Validate checks the settings that need no Redis.
 func (r *Redis) Validate() error {
-	timeout := time.Duration(cmp.Or(r.Timeout, DefaultTimeout))
 	switch {
 	case strings.ContainsAny(r.Prefix, "{}"):
 		return fmt.Errorf("prefix %q must not contain braces: they would break the room's hash tag", r.Prefix)
@@ -204,10 +199,30 @@ func (r *Redis) Validate() error {
 		return errors.New("sentinel needs the addresses of the Sentinels")
 	case r.JoinWait < 0:
 		return errors.New("join_wait must not be negative")
-	case r.JoinWait > 0 && time.Duration(r.JoinWait) >= timeout:
+	}
+	return r.checkJoinWait()
+}
+
+// checkJoinWait refuses a join_wait that is not shorter than the timeout: every join
+// of a room with a line would time out waiting for company.
+func (r *Redis) checkJoinWait() error {
+	timeout := time.Duration(cmp.Or(r.Timeout, DefaultTimeout))
+	if r.JoinWait > 0 && time.Duration(r.JoinWait) >= timeout {
 		return fmt.Errorf("join_wait %v must be shorter than timeout %v", time.Duration(r.JoinWait), timeout)
 	}
 	return nil
+}
+
+// parseURL reads a Redis URL. Its errors never quote it: it may hold a password.
+func parseURL(u string) (*redis.Options, error) {
+	opts, err := redis.ParseURL(u)
+	if err != nil {
+		return nil, errors.New("url: not a redis:// or rediss:// URL of a host:port")
+	}
+	if opts.Network == "unix" {
+		return nil, errors.New("url: unix sockets are not supported, use host:port")
+	}
+	return opts, nil
 }
 
 // OpenStore returns the named room's store on a pooled client. The release function

@@ -1,0 +1,68 @@
+package waitingroom
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+)
+
+// The least each setting may be. Below these a setting parses, and the room runs, but
+// cannot do what the setting says. The Caddyfile, Validate and the admin API's PATCH
+// all refuse them with atLeast's message.
+const (
+	// minQueueTTL outlasts two polls of a page without a socket (every 2 s at the
+	// fastest, up to 2.2 s with its jitter: refreshSeconds), so one late poll does not
+	// send a waiter away; a socket's heartbeat is queue_ttl/3. Below a poll, nobody
+	// who polls is ever present, and with a free slot nobody is admitted.
+	minQueueTTL = 5 * time.Second
+
+	// minSessionTTL outlasts two of an instance's store confirmations of an admitted
+	// visitor (one per queue.TouchEvery at most): below it, a visitor who keeps
+	// clicking loses the slot between two confirmations.
+	minSessionTTL = 2 * queue.TouchEvery
+
+	// minSessionMax is a session that can hold a page or two; it is bounded by the
+	// same confirmations as session_ttl, so other instances learn of its end in time.
+	minSessionMax = minSessionTTL
+
+	// minWindow bounds a rate's window and the per-address join window: admissions
+	// are decided every stepEvery, and a window much below a second cannot be kept as
+	// written (a rate of 1 per 100ms admits at the step's pace, not ten a second).
+	minWindow = time.Second
+
+	// minSecret is the least length of a signing secret, in bytes: a shorter HMAC key
+	// is found from one cookie by brute force (two bytes took 0.01 s), and then anyone
+	// can sign admitted cookies and passes. 32 bytes (256 bits) is what HMAC-SHA256 can
+	// give.
+	minSecret = 32
+)
+
+// atLeast refuses d below floor, saying both.
+func atLeast(name string, d, floor time.Duration) error {
+	if d < floor {
+		return fmt.Errorf("%s must be at least %v, got %v", name, floor, d)
+	}
+	return nil
+}
+
+// checkSecret refuses a secret (after its placeholders are expanded) that is empty
+// or shorter than minSecret. what is "secret" or "previous secret"; configured is the
+// text as written, named in the error only when it is a placeholder (a literal secret
+// is never echoed).
+func checkSecret(what, configured, expanded string) error {
+	if strings.Contains(configured, "{") {
+		what += " " + configured
+	}
+	switch {
+	case expanded == "":
+		if env, ok := strings.CutPrefix(configured, "{env."); ok && strings.HasSuffix(env, "}") && !strings.Contains(env, "{") {
+			return fmt.Errorf("%s is empty: set %s in the environment Caddy runs in", what, strings.TrimSuffix(env, "}"))
+		}
+		return fmt.Errorf("%s is empty after expanding placeholders", what)
+	case len(expanded) < minSecret:
+		return fmt.Errorf("%s must be at least %d bytes, got %d: a short key is found from one cookie by brute force", what, minSecret, len(expanded))
+	}
+	return nil
+}
