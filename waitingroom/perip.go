@@ -74,6 +74,20 @@ func (c *ipCounters) allowJoin(addr string, now time.Time, max int, window time.
 	return true
 }
 
+// giveBack uncounts the join allowJoin counted for addr at counted, for a request that
+// turned out not to join (it was challenged instead). A window that began after
+// counted does not hold that join, so it is left alone. addr "" counted nothing.
+func (c *ipCounters) giveBack(addr string, counted time.Time) {
+	if addr == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w := c.joins[addr]; w != nil && w.n > 0 && !counted.Before(w.start) {
+		w.n--
+	}
+}
+
 // openConn counts an open socket from addr unless max are open already.
 func (c *ipCounters) openConn(addr string, max int) bool {
 	c.mu.Lock()
