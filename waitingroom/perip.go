@@ -15,7 +15,10 @@ import (
 // PerIP are optional caps per client address, against floods from one machine. They
 // are per instance (a fleet of n instances allows up to n times as much), kept in
 // memory, and off by default: many real visitors can share one address behind a
-// carrier-grade NAT, an office or a campus, so set them generously.
+// carrier-grade NAT, an office or a campus, so set them generously. Behind a proxy
+// they count the address Caddy determined: set the server's trusted_proxies_strict
+// too, or a client that forges the leftmost X-Forwarded-For is a new address on
+// every request.
 type PerIP struct {
 	// MaxJoins is how many new visitors one address may start per JoinWindow. Over it,
 	// the answer is 429 with Retry-After, and nothing is stored or counted. 0: no cap.
