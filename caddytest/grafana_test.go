@@ -267,8 +267,8 @@ func promQuery(base, expr string) (map[string]float64, error) {
 
 // sale runs a small sale on the fleet until stop: two arrivals per round, alternating
 // instances; the head of the line polls and, once in, checks out three rounds later
-// (which frees the slot), so the line grows; the rest of the line is never polled, so
-// it goes away after queue_ttl; every third round the last waiter leaves from the
+// (which frees the slot), so the line grows; the rest of the line answers once on
+// joining and is never polled again, so it goes away after queue_ttl; every third round the last waiter leaves from the
 // page. It counts what it did, and every request that failed.
 type sale struct {
 	rounds, admitted, left, errors atomic.Int64
@@ -304,6 +304,11 @@ func (s *sale) run(ctx context.Context, f *fleet) {
 				buyers = append(buyers, buyer{g, i})
 			} else {
 				line = append(line, g)
+				// Its page answers once, as a real browser's does: a waiter never
+				// heard from after joining would be dropped, not kept away.
+				if _, _, err := g.place(nd.base, "/shop"); err != nil {
+					s.fail(err)
+				}
 			}
 		}
 		for j := 0; j < len(line) && j < 4; {

@@ -39,6 +39,7 @@ func TestMultiAwayAndBack(t *testing.T) {
 		t.Fatalf("the first visitor was not admitted: %v", err)
 	}
 	mustPlace(quiet, a.base)
+	mustPlace(quiet, a.base) // its page answers once, as a real browser's does, then nothing
 	mustPlace(second, b.base)
 	if q := mustPlace(third, c.base); q.Position != 3 || q.AwayTTLSeconds != 60 {
 		t.Fatalf("the third waiter: %+v, want position 3 and away_ttl_seconds 60", q)

@@ -37,6 +37,7 @@ func TestQuietWaiterKeepsThePlace(t *testing.T) {
 	tr.visit("", "")
 	_, b := tr.visit("", "application/json")
 	_, c := tr.visit("", "application/json")
+	tr.queued(b)  // b's page answered once: a real browser's does (a poll or its socket)
 	for range 4 { // c keeps polling, b has gone quiet
 		tr.clock.Advance(20 * time.Second)
 		tr.queued(c)

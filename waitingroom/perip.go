@@ -15,7 +15,10 @@ import (
 // PerIP are optional caps per client address, against floods from one machine. They
 // are per instance (a fleet of n instances allows up to n times as much), kept in
 // memory, and off by default: many real visitors can share one address behind a
-// carrier-grade NAT, an office or a campus, so set them generously.
+// carrier-grade NAT, an office or a campus, so set them generously. Behind a proxy
+// they count the address Caddy determined: set the server's trusted_proxies_strict
+// too, or a client that forges the leftmost X-Forwarded-For is a new address on
+// every request.
 type PerIP struct {
 	// MaxJoins is how many new visitors one address may start per JoinWindow. Over it,
 	// the answer is 429 with Retry-After, and nothing is stored or counted. 0: no cap.
@@ -72,6 +75,20 @@ func (c *ipCounters) allowJoin(addr string, now time.Time, max int, window time.
 	}
 	w.n++
 	return true
+}
+
+// giveBack uncounts the join allowJoin counted for addr at counted, for a request that
+// turned out not to join (it was challenged instead). A window that began after
+// counted does not hold that join, so it is left alone. addr "" counted nothing.
+func (c *ipCounters) giveBack(addr string, counted time.Time) {
+	if addr == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w := c.joins[addr]; w != nil && w.n > 0 && !counted.Before(w.start) {
+		w.n--
+	}
 }
 
 // openConn counts an open socket from addr unless max are open already.

@@ -123,8 +123,8 @@ func TestMaxConnectionsPerIP(t *testing.T) {
 // Cookie-less clients hammering the page take tickets they never use again; they must
 // not push real waiters back for longer than queue_ttl. 10,000 such requests arrive
 // amid 100 real waiters who keep in touch; once queue_ttl has passed, the abandoned
-// tickets are away (kept for away_ttl, should their owners come back, but counted
-// nowhere) and every real waiter is back among the first 100.
+// tickets, never heard from after their first answer, are gone (not kept for
+// away_ttl) and every real waiter is back among the first 100.
 func TestCookielessFloodExpires(t *testing.T) {
 	tr := newTestRoom(t, 1)
 	tr.visit("", "") // holds the only slot
@@ -156,8 +156,47 @@ func TestCookielessFloodExpires(t *testing.T) {
 			t.Fatalf("after queue_ttl, real waiter %d is at %d, want %d", i+1, v.Position, i+1)
 		}
 	}
-	if st, _ := tr.h.store.Stats(context.Background()); st.Waiting != 100 || st.Away != 10_000 {
-		t.Fatalf("after queue_ttl: %d waiting and %d away, want the 100 real ones waiting and the flood away",
+	if st, _ := tr.h.store.Stats(context.Background()); st.Waiting != 100 || st.Away != 0 {
+		t.Fatalf("after queue_ttl: %d waiting and %d away, want the 100 real ones waiting and the flood gone",
 			st.Waiting, st.Away)
+	}
+}
+
+// A bot that keeps the cookies of a cookie-less flood and replays them within
+// away_ttl cannot put its places back ahead of the real waiters: a place never heard
+// from after its first answer is gone at queue_ttl, so each replay is a new visitor at
+// the back. 2,000 places are taken, then one real visitor joins behind them and keeps
+// in touch; after queue_ttl the bot replays every cookie, and the real visitor stays
+// at position 1 with all 2,000 behind it.
+func TestReplayedFloodDoesNotComeBackAhead(t *testing.T) {
+	tr := newTestRoomWith(t, 1, func(h *Handler) { h.SessionTTL = caddy.Duration(time.Hour) })
+	tr.visit("", "") // holds the only slot
+	const flood = 2000
+	bot := make([]string, flood)
+	for i := range bot {
+		_, bot[i] = tr.visit("", "application/json")
+	}
+	_, real := tr.visit("", "application/json")
+	if v := tr.queued(real); v.Position != flood+1 {
+		t.Fatalf("the real visitor joined at %d, want %d behind the flood", v.Position, flood+1)
+	}
+	for range 4 { // 40 s: past queue_ttl (30 s), well within away_ttl (10 m)
+		tr.clock.Advance(10 * time.Second)
+		tr.queued(real)
+		tr.step()
+	}
+	if v := tr.queued(real); v.Position != 1 {
+		t.Fatalf("after queue_ttl the real visitor is at %d, want 1", v.Position)
+	}
+	behind := 0
+	for i, c := range bot {
+		v := tr.queued(c)
+		if v.Returned || v.Position <= 1 {
+			t.Fatalf("replayed cookie %d came back at %d (returned %v), ahead of the real visitor", i, v.Position, v.Returned)
+		}
+		behind++
+	}
+	if v := tr.queued(real); v.Position != 1 || v.Waiting != flood+1 || behind != flood {
+		t.Fatalf("after %d replays the real visitor is at %d of %d waiting, want 1 of %d", behind, v.Position, v.Waiting, flood+1)
 	}
 }

@@ -107,14 +107,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	invited := h.rejoinInvited(r, invitedBy) // pass.go
 	passed := !invited && h.difficulty() > 0 && passOpens(keys, passText, now)
+	// The per-address cap is the cheap refusal, so it comes before the proof's
+	// once-only check: a proof answered 429 is not spent. A visitor then challenged
+	// has not joined, so its join is given back (perip.go).
+	counted := ""
+	if cap := h.PerIP; cap != nil && cap.MaxJoins > 0 {
+		addr := clientAddr(r)
+		if !rm.ips.allowJoin(addr, now, cap.MaxJoins, time.Duration(cap.JoinWindow)) {
+			v.decided(visitRejected)
+			return tooMany(w, time.Duration(cap.JoinWindow))
+		}
+		counted = addr
+	}
 	done, clean, err := h.challenge(w, r, keys, now, v, next, proof, invited || passed) // proof.go
 	if done {
+		rm.ips.giveBack(counted, now)
 		return err
-	}
-	if cap := h.PerIP; cap != nil && cap.MaxJoins > 0 &&
-		!rm.ips.allowJoin(clientAddr(r), now, cap.MaxJoins, time.Duration(cap.JoinWindow)) {
-		v.decided(visitRejected)
-		return tooMany(w, time.Duration(cap.JoinWindow))
 	}
 	id := queue.NewVisitorID()
 	rm.drawLots(r.Context(), p) // an event's lottery comes before its first new arrival
@@ -125,6 +133,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return h.degraded(w, r, next)
 	}
 	if check == passSpent {
+		rm.ips.giveBack(counted, now)
 		v.decided(visitChallenge)
 		return h.serveChallenge(w, r, keys, h.difficulty(), now)
 	}

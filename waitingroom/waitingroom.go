@@ -76,8 +76,10 @@ type Handler struct {
 	// dropped network) keeps the place, counted from when last heard from. Coming back
 	// in time, on any instance, the waiter is back at the same place in arrival order;
 	// if the line passed that place meanwhile, the waiter goes in first. It must be at
-	// least queue_ttl; 0 loses the place at queue_ttl. Default: 10m, or queue_ttl if
-	// that is longer.
+	// least queue_ttl; 0 loses the place at queue_ttl. Only a waiter heard from after
+	// joining (or invited with a pass) is kept: a place never heard from after its
+	// first answer, as a cookie-less flood's are, is gone at queue_ttl. Default: 10m,
+	// or queue_ttl if that is longer.
 	AwayTTL *caddy.Duration `json:"away_ttl,omitempty"`
 
 	// StatusCode is the HTTP status of the waiting page and its JSON twin: 200, 202,

@@ -69,6 +69,7 @@ type memVisitor struct {
 	state      State
 	away       bool // queued, but not heard from within QueueTTL
 	pass       bool // queued in the pass lane
+	shown      bool // queued, and heard from since joining (or invited): kept away, not dropped
 	ticket     uint64
 	at         int64 // last seen (admitted) or last heard (queued), unix nanoseconds
 	prev, next *memVisitor
@@ -131,6 +132,7 @@ func (s *MemoryStore) statusLocked(v *memVisitor, now time.Time) Status {
 // hearLocked records that waiter v was heard from at now, bringing it back to its
 // ticket if it was away, and reports whether it was.
 func (s *MemoryStore) hearLocked(v *memVisitor, now time.Time) bool {
+	v.shown = true
 	if !v.away {
 		s.refreshLocked(&s.heard, v, now)
 		return false
@@ -231,13 +233,13 @@ func (s *MemoryStore) AdmitNow(_ context.Context, n int, now time.Time, lim Limi
 }
 
 // sweepSilentLocked sends away the waiters not heard from within QueueTTL (or drops
-// them, when nobody is kept away), drops the away waiters not heard from within
-// AwayTTL, and counts the places dropped.
+// them, when nobody is kept away or they were never heard from since joining), drops
+// the away waiters not heard from within AwayTTL, and counts the places dropped.
 func (s *MemoryStore) sweepSilentLocked(now time.Time, lim Limits) int {
 	n, nanos := 0, now.UnixNano()
 	keep := lim.AwayTTL > lim.QueueTTL
 	for v := s.heard.front; v != nil && v.at+int64(lim.QueueTTL) <= nanos; v = s.heard.front {
-		if !keep || v.at+int64(lim.Keep()) <= nanos {
+		if !keep || !v.shown || v.at+int64(lim.Keep()) <= nanos {
 			s.removeLocked(v)
 			n++
 			continue

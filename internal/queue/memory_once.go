@@ -10,8 +10,11 @@ import (
 // maxOnceKeys bounds the memory store's once-only keys. Each costs about 100 bytes
 // (the map entry, the key's text, its place in the expiry heap), so the bound is
 // about 100 MiB, reached only by more than 3,000 accepted proofs a second for a whole
-// challenge life (5 minutes). When it is reached, Once refuses new keys until the
-// oldest expire: a refused proof earns a fresh challenge, a replay never passes.
+// challenge life (5 minutes). When it is reached, a new key makes way for the one
+// nearest its instant (every challenge lives as long, so that is the oldest): refusing
+// new keys instead would let a few clients that solve proofs fast lock every new
+// visitor out. The cost is that the oldest forgotten proofs could be offered once
+// more, each one as much work to find as a fresh proof, and only while still unexpired.
 const maxOnceKeys = 1 << 20
 
 // onceKeys remembers keys until their instants, and forgets each after it: the
@@ -21,6 +24,7 @@ type onceKeys struct {
 	until map[string]int64 // key -> until, unix nanoseconds
 	order onceHeap
 	now   func() time.Time // time.Now; tests set their own
+	bound int              // maxOnceKeys; tests set a smaller one
 }
 
 type onceEntry struct {
@@ -58,8 +62,16 @@ func (o *onceKeys) offer(key string, until time.Time) bool {
 	if u <= at {
 		return false
 	}
-	if _, seen := o.until[key]; seen || len(o.until) >= maxOnceKeys {
+	if _, seen := o.until[key]; seen {
 		return false
+	}
+	bound := o.bound
+	if bound <= 0 {
+		bound = maxOnceKeys
+	}
+	for len(o.until) >= bound && len(o.order) > 0 {
+		e := heap.Pop(&o.order).(onceEntry)
+		delete(o.until, e.key)
 	}
 	if o.until == nil {
 		o.until = make(map[string]int64)

@@ -8,8 +8,7 @@ import (
 )
 
 // The memory store forgets each once-only key at its instant, so what it holds is
-// bounded by the keys of one challenge life, and a full set refuses rather than
-// forgets early.
+// bounded by the keys of one challenge life.
 func TestOnceKeysAreSweptAndBounded(t *testing.T) {
 	s := NewMemoryStore()
 	now := time.Unix(1_800_000_000, 0)
@@ -31,13 +30,37 @@ func TestOnceKeysAreSweptAndBounded(t *testing.T) {
 		t.Fatal("k0 refused after its instant passed and it was forgotten")
 	}
 
-	full := NewMemoryStore()
-	full.once.now = func() time.Time { return now }
-	full.once.until = make(map[string]int64, maxOnceKeys) // filled by hand: a million offers take long under -race
-	for i := range maxOnceKeys {
-		full.once.until["f"+strconv.Itoa(i)] = now.Add(time.Minute).UnixNano()
+}
+
+// A flood of distinct proofs, a hundred times the table's bound within one challenge
+// life, never locks anyone out: the table stays within its bound (the keys nearest
+// their instant make way), a fresh proof is still accepted after it, and the proofs of
+// the last moments are still refused a second time.
+func TestOnceKeysUnderAFloodStayBoundedAndAcceptFreshProofs(t *testing.T) {
+	s := NewMemoryStore()
+	now := time.Unix(1_800_000_000, 0)
+	s.once.now = func() time.Time { return now }
+	s.once.bound = 1000
+	ctx := context.Background()
+	const flood = 100_000
+	for i := range flood {
+		now = now.Add(time.Millisecond) // 100 s in all: none reaches its instant
+		if ok, _ := s.Once(ctx, "flood"+strconv.Itoa(i), now.Add(5*time.Minute)); !ok {
+			t.Fatalf("distinct proof %d of the flood refused with %d keys held", i, s.once.len())
+		}
+		if n := s.once.len(); n > s.once.bound {
+			t.Fatalf("after %d distinct proofs the table holds %d keys, over its bound %d", i+1, n, s.once.bound)
+		}
 	}
-	if ok, _ := full.Once(ctx, "new", now.Add(time.Minute)); ok {
-		t.Fatalf("a new key was accepted with %d keys held", maxOnceKeys)
+	if ok, _ := s.Once(ctx, "a real visitor", now.Add(5*time.Minute)); !ok {
+		t.Fatalf("a fresh proof after a flood of %d was refused", flood)
+	}
+	for i := flood - 100; i < flood; i++ {
+		if ok, _ := s.Once(ctx, "flood"+strconv.Itoa(i), now.Add(5*time.Minute)); ok {
+			t.Fatalf("proof %d of the flood, among the last hundred, was accepted twice", i)
+		}
+	}
+	if n := s.once.len(); n != s.once.bound {
+		t.Fatalf("the table holds %d keys after the flood, want its bound %d", n, s.once.bound)
 	}
 }

@@ -44,7 +44,8 @@ func (s *MemoryStore) JoinPass(_ context.Context, id VisitorID, pass PassUse, no
 	if c.left <= 0 {
 		return Status{}, false, nil
 	}
-	v := &memVisitor{id: id, at: now.UnixNano(), pass: true}
+	// An invited waiter counts as heard from: the operator's pass stands for it.
+	v := &memVisitor{id: id, at: now.UnixNano(), pass: true, shown: true}
 	admit := s.pass.waiting == 0 && !lim.Hold && s.active.len < lim.Capacity && s.rateBudgetLocked(now, lim) != 0
 	if !admit && lim.NoQueue {
 		return Status{State: Rejected, Active: s.active.len, Waiting: s.waiting}, true, nil

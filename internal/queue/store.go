@@ -138,6 +138,11 @@ type Limits struct {
 	// waiter heard from again before then is back at the same ticket: ahead of
 	// everyone behind it, so a waiter whose turn came while away goes in first. At or
 	// below QueueTTL (0, say) the place is lost at QueueTTL and nobody is ever away.
+	// Only a waiter heard from since joining (Status, Heartbeat, a Holder's Hold) or
+	// joined with a pass is kept away: one never heard from after its join's answer (a
+	// cookie-less flood, a bot that would replay its cookies later) loses the place at
+	// QueueTTL, so a flood cannot be held for AwayTTL and then put back ahead of the
+	// real waiters.
 	AwayTTL time.Duration
 	// Rate, when above 0, is the most admissions (at join and from the queue) in any
 	// window of RatePer, room-wide. It is a sliding window: the store remembers the

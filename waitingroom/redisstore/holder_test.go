@@ -177,6 +177,7 @@ func TestHoldMovesToAnotherInstance(t *testing.T) {
 func TestHoldBringsBackAnAwayWaiter(t *testing.T) {
 	h := newHolderRoom(t)
 	w := h.queue(3)
+	h.hold(h.a, 0, w[0], w[1]) // their sockets, on an instance that is then cut off
 	h.hold(h.b, 90*time.Second, w[2])
 	h.step(2 * time.Minute)
 	h.wantPresent(2*time.Minute, w, false, false, true)

@@ -47,3 +47,36 @@ func TestOnceKeyIsInTheRoomSlotAndExpiresAtUntil(t *testing.T) {
 		t.Fatalf("once key expires at %s, want %d", at, until.UnixMilli())
 	}
 }
+
+// Redis has no count limit to reach: after a flood of distinct proofs every key still
+// carries its expiry (Redis forgets each at its instant, by its own clock) and a fresh
+// proof is accepted, so a flood costs Redis memory for one challenge life and never
+// locks visitors out.
+func TestOnceFloodLeavesNoKeyWithoutExpiryAndAcceptsFreshProofs(t *testing.T) {
+	srv := testredis.Start(t)
+	s := open(t, provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(5 * time.Second)}))
+	ctx := context.Background()
+	until := time.Now().Add(time.Minute)
+	const flood = 5000
+	for i := range flood {
+		if ok, err := s.Once(ctx, "flood"+strconv.Itoa(i), until); err != nil || !ok {
+			t.Fatalf("distinct proof %d of the flood: %v, %v", i, ok, err)
+		}
+	}
+	if ok, err := s.Once(ctx, "a real visitor", until); err != nil || !ok {
+		t.Fatalf("a fresh proof after a flood of %d: %v, %v", flood, ok, err)
+	}
+	// How many once keys there are, and how many of them would never expire.
+	counts, err := srv.Do("EVAL", `local n, forever = 0, 0
+for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
+  n = n + 1
+  if redis.call('PTTL', k) < 0 then forever = forever + 1 end
+end
+return n .. ' ' .. forever`, "0", s.onceKey("*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strconv.Itoa(flood+1) + " 0"; counts != want {
+		t.Fatalf("once keys and keys without expiry: %q, want %q", counts, want)
+	}
+}

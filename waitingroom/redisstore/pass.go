@@ -80,7 +80,7 @@ if queued == 0 then
   lane, off = PASS_LANE, 0
   redis.call('HSET', meta, 'base', base, 'epoch', epoch, 'away', 0, 'lane', lane, 'lane_next', 1,
     'ticket', base + PASS_LANE - 1)
-  redis.call('DEL', live, held, heard, buckets, gone, holders)
+  redis.call('DEL', live, held, heard, buckets, gone, holders, quiet)
 elseif lane > 0 and lane_next < lane then
   off = lane_next
   redis.call('HSET', meta, 'lane_next', lane_next + 1)

@@ -2,7 +2,7 @@ package redisstore
 
 import "github.com/redis/go-redis/v9"
 
-// A room lives in twelve keys that share one hash tag, so every script touches a single
+// A room lives in thirteen keys that share one hash tag, so every script touches a single
 // Cluster slot:
 //
 //	queue          ZSET  visitor id -> ticket, present or away (the only per-waiter entry)
@@ -23,10 +23,17 @@ import "github.com/redis/go-redis/v9"
 //	since          ZSET  visitor id -> admitted at, unix ms: the same members as
 //	                     active, so session_max ends sessions by admission (130 bytes
 //	                     per admitted visitor, 31 while under 128; nothing per waiter)
+//	quiet          STRING bitmap, bit (ticket-base) set from a join until the waiter
+//	                     is first heard from (a status, a heartbeat, a hold)
 //
 // base and epoch restart whenever a ticket is issued into an empty queue (no waiter
 // present or away), so the bitmaps and heard only span the tickets of the current busy
 // period.
+//
+// Only a waiter heard from since joining goes away: one whose quiet bit is still set at
+// queue_ttl (a cookie-less flood's places, a bot that would replay its cookies later)
+// is dropped then, so such places are never held for away_ttl and put back ahead of
+// the real waiters. A room without the key (a store from before it) keeps everyone away.
 //
 // An away waiter keeps its ticket: its live bit is clear, so it is in no position, in
 // no count of waiting, and never at the head; hearing from it sets the bit again. It
@@ -58,7 +65,7 @@ import "github.com/redis/go-redis/v9"
 const prelude = deadlineCheck + `
 local queue, active, meta, live, heard, buckets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local rate, held, gone = KEYS[7], KEYS[8], KEYS[9]
-local holders, leases, since = KEYS[10], KEYS[11], KEYS[12]
+local holders, leases, since, quiet = KEYS[10], KEYS[11], KEYS[12], KEYS[13]
 local BUCKET = 256
 -- A busy period's first PASS_LANE offsets are the pass lane (pass.go): its tickets are
 -- below every ordinary one, so every bitmap count puts pass holders first.
@@ -134,6 +141,7 @@ local function heard_at(off)
 end
 
 local function hear(off, r)
+  redis.call('SETBIT', quiet, off, 0)
   if heard_at(off) < r then
     redis.call('SETRANGE', heard, off * 4, struct.pack('>I4', r))
   end
@@ -259,7 +267,7 @@ local function join(id, now)
     base, epoch = ticket, now
     ticket = base + PASS_LANE
     redis.call('HSET', meta, 'base', base, 'epoch', epoch, 'away', 0, 'lane', PASS_LANE, 'lane_next', 0)
-    redis.call('DEL', live, held, heard, buckets, gone, holders)
+    redis.call('DEL', live, held, heard, buckets, gone, holders, quiet)
   end
   local off, r = ticket - base, rel(now, epoch)
   first = first or off
@@ -274,7 +282,7 @@ local function join(id, now)
   return {1, ticket, waiting, 0, active_count(), waiting}
 end
 
--- Writes the batch's waiters: their live bits, heard times and queue entries, each
+-- Writes the batch's waiters: their live and quiet bits, heard times and queue entries, each
 -- kind in one command (their tickets, so their offsets, run on from one another), and
 -- each bucket's score lowered to its lowest heard time.
 local function flush()
@@ -283,6 +291,7 @@ local function flush()
   redis.call('HSET', meta, 'ticket', ticket)
   redis.call('BITFIELD', live, unpack(bits))
   redis.call('BITFIELD', held, unpack(bits))
+  redis.call('BITFIELD', quiet, unpack(bits))
   redis.call('SETRANGE', heard, first * 4, table.concat(times))
   for b, r in pairs(lowest) do redis.call('ZADD', buckets, 'LT', r, b) end
   redis.call('ZADD', queue, unpack(entries))
@@ -336,7 +345,8 @@ return 0
 
 // holdScript: ARGV now, slot (0: give this instance one), id... (at most
 // heartbeatBatch). Renews the instance's lease, and marks every id that is queued as
-// held by it, so heard from now through that lease (an away one is back); its own
+// held by it, so heard from now through that lease (an away one is back, and none is
+// quiet any more); its own
 // heard time is left as it is. Returns the slot.
 //
 // The hub holds each round's new sockets in one call, so a call carries every waiter
@@ -351,18 +361,20 @@ redis.call('HSET', leases, slot, now)
 local base, epoch = epoch_of()
 if not base or #ARGV < 3 then return slot end
 local r = rel(now, epoch)
-local mine, lives, offs = {}, {}, {}
+local mine, lives, offs, heards = {}, {}, {}, {}
 for _, t in ipairs(redis.call('ZMSCORE', queue, unpack(ARGV, 3))) do
   if t then
     local off = tonumber(t) - base
     local n = #mine
     mine[n + 1], mine[n + 2], mine[n + 3], mine[n + 4] = 'SET', 'u16', '#' .. off, slot
     lives[n + 1], lives[n + 2], lives[n + 3], lives[n + 4] = 'SET', 'u1', off, 1
+    heards[n + 1], heards[n + 2], heards[n + 3], heards[n + 4] = 'SET', 'u1', off, 0
     offs[#offs + 1] = off
   end
 end
 if #offs == 0 then return slot end
 redis.call('BITFIELD', holders, unpack(mine))
+redis.call('BITFIELD', quiet, unpack(heards))
 local back, watch = 0, {}
 for i, was in ipairs(redis.call('BITFIELD', live, unpack(lives))) do
   if was == 0 then
@@ -487,11 +499,12 @@ local function drop(t)
   dropped = dropped + 1
 end
 
--- A present waiter not heard from in time: away, or gone if kept no longer.
+-- A present waiter not heard from in time: away, or gone if kept no longer or never
+-- heard from since joining.
 local function silence(t, h)
   local off = t - base
   redis.call('SETBIT', live, off, 0)
-  if h <= lost then
+  if h <= lost or redis.call('GETBIT', quiet, off) == 1 then
     drop(t)
     return
   end
@@ -663,7 +676,7 @@ if #admitted > 0 then
   redis.call('PUBLISH', channel, table.concat(admitted))
 end
 if redis.call('ZCARD', queue) == 0 then
-  redis.call('DEL', live, held, heard, buckets, gone, holders)
+  redis.call('DEL', live, held, heard, buckets, gone, holders, quiet)
   redis.call('HSET', meta, 'away', 0)
 end
 table.insert(admitted, 1, dropped)
@@ -671,7 +684,7 @@ return admitted
 `)
 
 // shuffleScript: ARGV key, seed. The lottery of a scheduled event: the queued waiters,
-// present and away, swap tickets (and their heard times, presence and holders with them) in a
+// present and away, swap tickets (and their heard times, presence, quiet bits and holders with them) in a
 // uniformly random permutation (Fisher-Yates), so the ticket set, the held bitmap and
 // everyone who joins later stay as they are. It runs once per key (a field in meta),
 // whoever calls it; it returns -1 when the key was drawn already, else the number of
@@ -684,12 +697,13 @@ if not base then return 0 end
 local q = redis.call('ZRANGEBYSCORE', queue, base + tonumber(redis.call('HGET', meta, 'lane') or 0), '+inf', 'WITHSCORES')
 local n = #q / 2
 if n < 2 then return n end
-local ids, tickets, hs, here, by = {}, {}, {}, {}, {}
+local ids, tickets, hs, here, by, quiets = {}, {}, {}, {}, {}, {}
 for i = 1, n do
   ids[i], tickets[i] = q[2 * i - 1], tonumber(q[2 * i])
   local off = tickets[i] - base
   hs[i] = heard_at(off)
   here[i] = redis.call('GETBIT', live, off)
+  quiets[i] = redis.call('GETBIT', quiet, off)
   by[i] = redis.call('GETRANGE', holders, off * 2, off * 2 + 1)
   if #by[i] < 2 then by[i] = '\0\0' end
 end
@@ -699,6 +713,7 @@ for i = n, 2, -1 do
   ids[i], ids[j] = ids[j], ids[i]
   hs[i], hs[j] = hs[j], hs[i]
   here[i], here[j] = here[j], here[i]
+  quiets[i], quiets[j] = quiets[j], quiets[i]
   by[i], by[j] = by[j], by[i]
 end
 -- Bucket scores are lower bounds of their waiters' heard times; waiters moved between
@@ -710,6 +725,7 @@ for i = 1, n do
   redis.call('ZADD', queue, tickets[i], ids[i])
   redis.call('SETRANGE', heard, off * 4, struct.pack('>I4', hs[i]))
   redis.call('SETBIT', live, off, here[i])
+  redis.call('SETBIT', quiet, off, quiets[i])
   redis.call('SETRANGE', holders, off * 2, by[i])
   local b, m = math.floor(off / BUCKET), mins
   if here[i] == 0 then m = away_mins end
@@ -723,7 +739,7 @@ return n
 // resetScript empties the queue and the active set; the ticket counter and
 // admitted_total carry on.
 var resetScript = redis.NewScript(prelude + `
-redis.call('DEL', queue, active, since, live, held, heard, buckets, gone, holders)
+redis.call('DEL', queue, active, since, live, held, heard, buckets, gone, holders, quiet)
 redis.call('HDEL', meta, 'base', 'epoch', 'away', 'lane', 'lane_next')
 return 0
 `)

@@ -52,7 +52,7 @@ func newRoomStore(shared *sharedClient, prefix, room string, timeout, joinWait t
 			base + "queue", base + "active", base + "meta",
 			base + "live", base + "heard", base + "heard_buckets", base + "rate",
 			base + "held", base + "away_buckets", base + "holders", base + "leases",
-			base + "since",
+			base + "since", base + "quiet",
 		},
 		channel:   base + "admitted",
 		secret:    base + "secret",

@@ -24,7 +24,7 @@ func testAwayIsNotCounted(t *testing.T, open Open) {
 	r := newRoom(t, open)
 	lim := awayLimits(1)
 	r.fill(t0, lim)
-	w, tk := r.queue(3, t0, lim)
+	w, tk := r.queueShown(3, t0, lim)
 	later := t0.Add(50 * time.Second)
 	r.heartbeat(later, w[0], w[2])
 	res := r.stepResult(t0.Add(61*time.Second), lim) // w[1] has been quiet for 61 s
@@ -43,7 +43,7 @@ func testReturnBeforeTurn(t *testing.T, open Open) {
 	r := newRoom(t, open)
 	lim := awayLimits(1)
 	r.fill(t0, lim)
-	w, tk := r.queue(3, t0, lim)
+	w, tk := r.queueShown(3, t0, lim)
 	r.heartbeat(t0.Add(50*time.Second), w[0], w[2])
 	r.step(t0.Add(61*time.Second), lim)
 	back := r.status(w[1], t0.Add(5*time.Minute))
@@ -63,7 +63,7 @@ func testReturnAfterTurnGoesFirst(t *testing.T, open Open) {
 	r := newRoom(t, open)
 	lim := awayLimits(1)
 	holder := r.fill(t0, lim)
-	w, tk := r.queue(5, t0, lim)
+	w, tk := r.queueShown(5, t0, lim)
 	// w[0] and w[1] go quiet; the others keep their sockets.
 	for s := 30 * time.Second; s <= 3*time.Minute; s += 30 * time.Second {
 		r.heartbeat(t0.Add(s), w[2], w[3], w[4])
@@ -97,7 +97,7 @@ func testReturnerTakesAFreeSlot(t *testing.T, open Open) {
 	r := newRoom(t, open)
 	lim := awayLimits(2)
 	holders := r.fill(t0, lim)
-	w, _ := r.queue(1, t0, lim)
+	w, _ := r.queueShown(1, t0, lim)
 	r.step(t0.Add(2*time.Minute), lim) // w[0] is away
 	r.leave(holders[0])
 	if got := r.step(t0.Add(2*time.Minute), lim); len(got) != 0 {
@@ -113,7 +113,7 @@ func testAwayExpires(t *testing.T, open Open) {
 	lim := awayLimits(1)
 	lim.SessionTTL = time.Hour
 	r.fill(t0, lim)
-	w, _ := r.queue(2, t0, lim)
+	w, _ := r.queueShown(2, t0, lim)
 	r.step(t0.Add(2*time.Minute), lim)
 	r.status(w[1], t0.Add(9*time.Minute)) // back in time, then quiet again
 	if res := r.stepResult(t0.Add(10*time.Minute), lim); res.Abandoned != 1 {
@@ -136,7 +136,7 @@ func testAwayDoNotHoldUpJoins(t *testing.T, open Open) {
 	r := newRoom(t, open)
 	lim := awayLimits(1)
 	holder := r.fill(t0, lim)
-	r.queue(3, t0, lim)
+	r.queueShown(3, t0, lim)
 	r.step(t0.Add(2*time.Minute), lim)
 	r.leave(holder[0])
 	if _, st := r.join(t0.Add(2*time.Minute), lim); st.State != queue.Admitted {
@@ -150,7 +150,7 @@ func testAwaySkippedByAdmitNowAndDraw(t *testing.T, open Open) {
 	r := newRoom(t, open)
 	lim := awayLimits(1)
 	r.fill(t0, lim)
-	w, _ := r.queue(6, t0, lim)
+	w, _ := r.queueShown(6, t0, lim)
 	present := []queue.VisitorID{w[1], w[3], w[5]}
 	r.heartbeat(t0.Add(50*time.Second), present...)
 	r.step(t0.Add(61*time.Second), lim)
@@ -172,7 +172,7 @@ func testNoAwayWithoutAwayTTL(t *testing.T, open Open) {
 	lim := limits(1)
 	lim.AwayTTL = lim.QueueTTL / 2
 	r.fill(t0, lim)
-	w, _ := r.queue(2, t0, lim)
+	w, _ := r.queueShown(2, t0, lim)
 	if res := r.stepResult(t0.Add(lim.QueueTTL), lim); res.Abandoned != 2 {
 		t.Fatalf("Step at QueueTTL dropped %d, want both waiters", res.Abandoned)
 	}
@@ -186,7 +186,7 @@ func testShuffleKeepsAway(t *testing.T, open Open) {
 	r := newRoom(t, open)
 	lim := awayLimits(1)
 	r.fill(t0, lim)
-	w, _ := r.queue(40, t0, lim)
+	w, _ := r.queueShown(40, t0, lim)
 	away := map[queue.VisitorID]bool{}
 	var present []queue.VisitorID
 	for i, id := range w {
@@ -255,6 +255,7 @@ func testAwayMatchesModel(t *testing.T, open Open) {
 		id    queue.VisitorID
 		heard time.Time
 		away  bool
+		shown bool // heard from since joining
 	}
 	queued := map[uint64]*waiter{} // ticket -> waiter: the model
 	byID := map[queue.VisitorID]uint64{}
@@ -270,11 +271,13 @@ func testAwayMatchesModel(t *testing.T, open Open) {
 		}
 		return p
 	}
-	// sweep is what Step does to the waiters first: away at QueueTTL, gone at AwayTTL.
+	// sweep is what Step does to the waiters first: away at QueueTTL, gone at AwayTTL;
+	// one never heard from since joining is gone at QueueTTL.
 	sweep := func() {
 		for tk, w := range queued {
 			switch {
-			case !w.heard.Add(lim.AwayTTL).After(now):
+			case !w.heard.Add(lim.AwayTTL).After(now),
+				!w.shown && !w.heard.Add(lim.QueueTTL).After(now):
 				delete(queued, tk)
 				delete(byID, w.id)
 			case !w.heard.Add(lim.QueueTTL).After(now):
@@ -338,7 +341,7 @@ func testAwayMatchesModel(t *testing.T, open Open) {
 		}
 		for _, id := range beats {
 			w := queued[byID[id]]
-			w.heard, w.away = now, false
+			w.heard, w.away, w.shown = now, false, true
 		}
 		if rng.IntN(4) == 0 && len(queued) > 0 { // a departure from anywhere
 			tks := slices.Sorted(maps.Keys(queued))
@@ -402,7 +405,7 @@ func testAwayAcrossLongQueue(t *testing.T, open Open) {
 	lim.SessionTTL = time.Hour
 	r.fill(t0, lim)
 	const n = 3000
-	w, tk := r.queue(n, t0, lim)
+	w, tk := r.queueShown(n, t0, lim)
 	var heard, quiet []int // indexes into w
 	for i := range w {
 		if i%2 == 0 {
@@ -454,5 +457,37 @@ func testAwayAcrossLongQueue(t *testing.T, open Open) {
 	res := r.stepResult(now.Add(2*time.Minute).Add(lim.AwayTTL-time.Second), lim)
 	if want := len(order); res.Abandoned != want-100 {
 		t.Fatalf("Step at AwayTTL dropped %d places, want %d", res.Abandoned, want-100)
+	}
+}
+
+// A waiter never heard from after joining (a cookie-less flood's places, a bot that
+// only replays its cookies later) is not kept away: its place is gone at QueueTTL. One
+// heard from once since joining, by Status or Heartbeat, is kept for AwayTTL.
+func testSilentSinceJoinIsNotKept(t *testing.T, open Open) {
+	r := newRoom(t, open)
+	lim := awayLimits(1)
+	r.fill(t0, lim)
+	w, tk := r.queue(4, t0, lim)
+	silent, polled, beating, later := w[0], w[1], w[2], w[3]
+	r.status(polled, t0.Add(10*time.Second))
+	r.heartbeat(t0.Add(10*time.Second), beating)
+	r.status(later, t0.Add(50*time.Second))
+	if res := r.stepResult(t0.Add(lim.QueueTTL), lim); res.Abandoned != 1 {
+		t.Fatalf("Step at the silent waiter's QueueTTL dropped %d places, want 1 (only the one never heard from)", res.Abandoned)
+	}
+	r.wantStats(queue.Stats{Active: 1, Waiting: 3, AdmittedTotal: 1})
+	res := r.stepResult(t0.Add(lim.QueueTTL+10*time.Second), lim)
+	if res.Abandoned != 0 {
+		t.Fatalf("Step once the heard waiters were quiet for QueueTTL dropped %d places, want 0", res.Abandoned)
+	}
+	r.wantStats(queue.Stats{Active: 1, Waiting: 1, Away: 2, AdmittedTotal: 1})
+	wantInts(t, "positions with two away and the silent one gone", r.positions(tk...), []int{0, 0, 0, 1})
+	back := t0.Add(5 * time.Minute)
+	r.wantState(silent, back, queue.Unknown)
+	if st := r.status(polled, back); !st.Returned || st.Position != 1 {
+		t.Fatalf("the waiter heard once by Status, back after 5 minutes: %+v, want returned at 1", st)
+	}
+	if st := r.status(beating, back); !st.Returned || st.Position != 2 {
+		t.Fatalf("the waiter heard once by Heartbeat, back after 5 minutes: %+v, want returned at 2", st)
 	}
 }

@@ -68,6 +68,7 @@ func Run(t *testing.T, open Open) {
 		{"ShuffleKeepsAway", testShuffleKeepsAway},
 		{"AwayMatchesModel", testAwayMatchesModel},
 		{"AwayAcrossLongQueue", testAwayAcrossLongQueue},
+		{"SilentSinceJoinIsNotKept", testSilentSinceJoinIsNotKept},
 		{"PassHoldersGoFirst", testPassHoldersGoFirst},
 		{"PassAdmitsAtJoin", testPassAdmitsAtJoin},
 		{"PassUsesAreCounted", testPassUsesAreCounted},
@@ -220,6 +221,16 @@ func (r room) queue(n int, now time.Time, lim queue.Limits) ([]queue.VisitorID, 
 		}
 		tickets[i] = st.Ticket
 	}
+	return ids, tickets
+}
+
+// queueShown queues n visitors behind a full room, each heard from once at now (its
+// page answered, as a real browser's does), and returns them in ticket order: waiters
+// a quiet spell sends away rather than drops (see testSilentSinceJoinIsNotKept).
+func (r room) queueShown(n int, now time.Time, lim queue.Limits) ([]queue.VisitorID, []uint64) {
+	r.t.Helper()
+	ids, tickets := r.queue(n, now, lim)
+	r.heartbeat(now, ids...)
 	return ids, tickets
 }
 
