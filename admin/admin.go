@@ -46,13 +46,13 @@ func (a *Admin) Routes() []caddy.AdminRoute {
 	mux.Handle("GET /waiting_room/{$}", handle(a.list))
 	mux.Handle("GET /waiting_room/dashboard", handle(serveDashboard))
 	mux.Handle("GET /waiting_room/{room}", handle(withRoom(a.info)))
-	mux.Handle("PATCH /waiting_room/{room}", handle(withRoom(a.patch)))
-	mux.Handle("POST /waiting_room/{room}/admit", handle(withRoom(a.admit)))
-	mux.Handle("POST /waiting_room/{room}/reset", handle(withRoom(a.reset)))
-	mux.Handle("POST /waiting_room/{room}/passes", handle(withRoom(a.passes)))
+	mux.Handle("PATCH /waiting_room/{room}", handle(change(withRoom(a.patch))))
+	mux.Handle("POST /waiting_room/{room}/admit", handle(change(withRoom(a.admit))))
+	mux.Handle("POST /waiting_room/{room}/reset", handle(change(withRoom(a.reset))))
+	mux.Handle("POST /waiting_room/{room}/passes", handle(change(withRoom(a.passes))))
 	mux.Handle("GET /waiting_room/{room}/preview", handle(withRoom(a.preview)))
 	mux.Handle("GET /waiting_room/{room}/history", handle(withRoom(a.history)))
-	mux.Handle("DELETE /waiting_room/{room}/visitors/{id}", handle(withRoom(a.removeVisitor)))
+	mux.Handle("DELETE /waiting_room/{room}/visitors/{id}", handle(change(withRoom(a.removeVisitor))))
 	// The same paths with any other method: a JSON 405 naming the allowed ones, not
 	// ServeMux's plain-text one.
 	for pattern, allowed := range map[string][]string{

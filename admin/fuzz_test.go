@@ -96,12 +96,13 @@ type roomOverrides struct {
 	Capacity *int `json:"capacity"`
 }
 
-// call makes one admin request and returns the status, content type and body a client
+// call makes one admin request, as JSON, and returns the status, content type and body a client
 // would see.
 func call(t *testing.T, method, path string, body []byte) (int, string, []byte) {
 	t.Helper()
 	r := httptest.NewRequest(http.MethodGet, "http://localhost:2019/", bytes.NewReader(body))
 	r.Method, r.URL.Path = method, path
+	r.Header.Set("Content-Type", "application/json") // as every client of the API sends it
 	w := httptest.NewRecorder()
 	err := adminRoutes.ServeHTTP(w, r)
 	if err == nil {

@@ -21,7 +21,7 @@ const adminBase = "http://localhost:2999"
 func admin(t *testing.T, method, path, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, adminBase+path, strings.NewReader(body))
-	if body != "" {
+	if body != "" || method == http.MethodPost { // the API takes a POST as JSON only
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)

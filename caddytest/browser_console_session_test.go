@@ -17,7 +17,8 @@ import (
 func TestBrowserConsoleSessionControls(t *testing.T) {
 	room := uniqueRoom(t)
 	tester := caddytest.NewTester(t)
-	tester.InitServer(liveGlobals("")+fmt.Sprintf(`
+	proxy := documentedDashboardProxy(t)
+	tester.InitServer(proxy.globals(t, "")+fmt.Sprintf(`
 http://localhost:%d {
 	waiting_room {
 		name %s
@@ -30,13 +31,7 @@ http://localhost:%d {
 	respond "upstream {path}"
 }
 
-http://localhost:9081 {
-	reverse_proxy /waiting_room/* localhost:2999 {
-		header_up Host localhost:2999
-		header_up Origin http://localhost:2999
-	}
-}
-`, livePort, room), "caddyfile")
+`, livePort, room)+proxy.site, "caddyfile")
 	if t.Failed() {
 		t.FailNow()
 	}

@@ -47,7 +47,8 @@ func TestBrowserConsoleSmoke(t *testing.T) {
 	room := uniqueRoom(t)
 	start := time.Now().Add(26 * time.Hour).UTC().Truncate(time.Second)
 	tester := caddytest.NewTester(t)
-	tester.InitServer(liveGlobals("")+fmt.Sprintf(`
+	proxy := documentedDashboardProxy(t)
+	tester.InitServer(proxy.globals(t, "")+fmt.Sprintf(`
 http://localhost:%d {
 	waiting_room {
 		name %s
@@ -65,13 +66,7 @@ http://localhost:%d {
 	respond "upstream {path}"
 }
 
-http://localhost:9081 {
-	reverse_proxy /waiting_room/* localhost:2999 {
-		header_up Host localhost:2999
-		header_up Origin http://localhost:2999
-	}
-}
-`, livePort, room, start.Format(time.RFC3339), start.Add(2*time.Hour).Format(time.RFC3339)), "caddyfile")
+`, livePort, room, start.Format(time.RFC3339), start.Add(2*time.Hour).Format(time.RFC3339))+proxy.site, "caddyfile")
 	if t.Failed() {
 		t.FailNow()
 	}

@@ -10,14 +10,15 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// The dashboard in a real browser, reached the way the README says: through a local
+// The dashboard in a real browser, reached the way Caddyfile.example says: through a local
 // proxy that forwards /waiting_room/* to the admin endpoint (which refuses pages a
 // browser opens directly). The page loads, its numbers match the API, and a button
 // changes the room.
 func TestDashboardInBrowser(t *testing.T) {
 	room := uniqueRoom(t)
 	tester := caddytest.NewTester(t)
-	tester.InitServer(liveGlobals("")+fmt.Sprintf(`
+	proxy := documentedDashboardProxy(t)
+	tester.InitServer(proxy.globals(t, "")+fmt.Sprintf(`
 http://localhost:%d {
 	waiting_room {
 		name %s
@@ -26,13 +27,7 @@ http://localhost:%d {
 	respond "upstream {path}"
 }
 
-http://localhost:9081 {
-	reverse_proxy /waiting_room/* localhost:2999 {
-		header_up Host localhost:2999
-		header_up Origin http://localhost:2999
-	}
-}
-`, livePort, room), "caddyfile")
+`, livePort, room)+proxy.site, "caddyfile")
 	if t.Failed() {
 		t.FailNow()
 	}
