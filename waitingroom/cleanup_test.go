@@ -3,6 +3,7 @@ package waitingroom
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,19 +22,21 @@ import (
 
 // stallingStore is the real memory store with a stall on demand: once armed, the next
 // Positions call (the hub's round) holds until its caller gives up and then until the
-// store is released, as a call on a slow Redis outlives its context until the client
+// store is released; once leaveArmed, the next Leave (a waiter's socket) holds until
+// the store is released, as a call on a slow Redis outlives its context until the client
 // notices. Every call that ends after the store was released is counted: on a real
 // store it would have run on a closed client. The stall ends after stallAtMost
 // even if the store is never released, so a room that rightly waits for the call
 // is held up, not hung.
 type stallingStore struct {
 	queue.Store
-	armed    atomic.Bool
-	stalled  chan struct{} // closed when the armed call starts
-	returned chan struct{} // closed when the armed call returns
-	released chan struct{} // closed by the module's release
-	once     sync.Once
-	late     atomic.Int64 // calls that ended after the release
+	armed      atomic.Bool
+	leaveArmed atomic.Bool
+	stalled    chan struct{} // closed when the armed call starts
+	returned   chan struct{} // closed when the armed call returns
+	released   chan struct{} // closed by the module's release
+	once       sync.Once
+	late       atomic.Int64 // calls that ended after the release
 }
 
 // stallAtMost bounds a stall for a room that waits for the call, as it must; the
@@ -83,6 +86,19 @@ func (s *stallingStore) Positions(ctx context.Context, tickets []uint64, out []i
 		return ctx.Err()
 	}
 	return s.Store.Positions(ctx, tickets, out)
+}
+
+func (s *stallingStore) Leave(ctx context.Context, id queue.VisitorID) (bool, error) {
+	defer s.ended()
+	if s.leaveArmed.CompareAndSwap(true, false) {
+		defer close(s.returned)
+		close(s.stalled)
+		select {
+		case <-s.released:
+		case <-time.After(stallAtMost):
+		}
+	}
+	return s.Store.Leave(ctx, id)
 }
 
 func (s *stallingStore) Heartbeat(ctx context.Context, ids []queue.VisitorID, now time.Time) error {
@@ -157,10 +173,74 @@ func TestCleanupWaitsForStoreCalls(t *testing.T) {
 	if n := st.late.Load(); n != 0 {
 		t.Fatalf("%d store calls ended after Cleanup let go of the store", n)
 	}
+	if tr.h.room.lastErrLog.Load() != 0 {
+		t.Fatal("the call the stop itself cut short was logged as the store being unavailable")
+	}
 	if err := tr.h.Cleanup(); err != nil { // and once more, as Caddy may
 		t.Fatal(err)
 	}
 	if n := st.late.Load(); n != 0 {
 		t.Fatalf("%d store calls after a second Cleanup", n)
+	}
+}
+
+// A room stopped while a waiter's "leave" is with the store: the socket's reader is
+// the room's too, so Cleanup returns only once that call has ended.
+func TestCleanupWaitsForALeave(t *testing.T) {
+	tr := newTestRoomOn(t, 1, json.RawMessage(`{"type":"stalling_test"}`))
+	st := tr.h.store.(*stallingStore)
+	tr.visit("", "") // holds the only slot
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _ = serveAsCaddy(tr.h, w, r, next) }))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, cookie := tr.visit("", "application/json")
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{
+		Subprotocols: []string{push.Subprotocol},
+		HTTPHeader:   http.Header{"Cookie": {tr.h.Cookie.Name + "=" + cookie}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	if _, _, err := c.Read(ctx); err != nil { // the first position: the socket is registered
+		t.Fatal(err)
+	}
+
+	st.leaveArmed.Store(true)
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"leave"}`)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-st.stalled:
+	case <-ctx.Done():
+		t.Fatal("the leave never reached the store")
+	}
+	if err := tr.h.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-st.returned:
+	case <-ctx.Done():
+		t.Fatal("the stalled leave never returned")
+	}
+	if n := st.late.Load(); n != 0 {
+		t.Fatalf("%d store calls ended after Cleanup let go of the store", n)
+	}
+}
+
+// A store call its caller cut short (the room stopping, a client gone) is not the
+// store being unavailable; a deadline is.
+func TestCanceledCallIsNoOutage(t *testing.T) {
+	tr := newTestRoomOn(t, 1, json.RawMessage(`{"type":"stalling_test"}`))
+	rm := tr.h.room
+	rm.storeError("heartbeat", fmt.Errorf("heartbeat: %w", context.Canceled))
+	if rm.lastErrLog.Load() != 0 || rm.errCount.Load() != 0 {
+		t.Fatal("a canceled call was counted as the store being unavailable")
+	}
+	rm.storeError("heartbeat", fmt.Errorf("heartbeat: %w", context.DeadlineExceeded))
+	if rm.lastErrLog.Load() == 0 {
+		t.Fatal("a call past its deadline was not logged as the store being unavailable")
 	}
 }

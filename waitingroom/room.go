@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,6 +96,7 @@ func (rm *room) stop() {
 		}
 		rm.hub.CloseAll()
 		rm.wg.Wait()
+		rm.hub.Wait()
 		releaseHistory(rm.h.Name)
 	})
 }
@@ -239,6 +241,11 @@ func (rm *room) pruneTouched() {
 // were not logged in between: an outage at 30k requests per second must not become
 // 30k log lines per second.
 func (rm *room) storeError(op string, err error) {
+	if errors.Is(err, context.Canceled) {
+		// The caller gave up, not the store: a client that left mid-request, or the
+		// room stopping under its own round. A hung store ends in a deadline instead.
+		return
+	}
 	n := rm.errCount.Add(1)
 	now := time.Now().UnixNano()
 	last := rm.lastErrLog.Load()

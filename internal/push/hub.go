@@ -24,6 +24,11 @@ type Hub struct {
 	// itself (see pushRound.heartbeat), else it holds them (hold.go).
 	holder queue.Holder
 
+	// open counts the registered sockets: each is removed by its own reader as it
+	// ends, after the reader's last store call (a "leave"), so Wait can tell when
+	// none of them can call the store any more.
+	open sync.WaitGroup
+
 	mu      sync.Mutex
 	waiters map[queue.VisitorID]*waiterSockets
 	closed  bool
@@ -80,6 +85,7 @@ func (hb *Hub) add(id queue.VisitorID, ticket uint64, s *socket) bool {
 		hb.markHold(id)
 	}
 	ws.sockets = append(ws.sockets, s)
+	hb.open.Add(1)
 	return true
 }
 
@@ -94,6 +100,7 @@ func (hb *Hub) remove(id queue.VisitorID, s *socket) {
 		if x == s {
 			s.gone.Store(true)
 			ws.sockets = append(ws.sockets[:i], ws.sockets[i+1:]...)
+			hb.open.Done()
 			break
 		}
 	}
@@ -134,6 +141,12 @@ func (hb *Hub) CloseAll() {
 		}
 	}
 }
+
+// Wait returns once every socket the hub took has ended, its reader with it: after
+// CloseAll, so that none is left to call the store once the room lets go of it. A
+// socket's end is bounded by writeTimeout (its closing frame) and the store's own
+// timeout (a "leave" under way).
+func (hb *Hub) Wait() { hb.open.Wait() }
 
 // Run is the hub's loop, until ctx ends. It ticks every resendEvery to resend what is owed, and every
 // pushEvery starts a round: the store is asked for everyone's position beside the
