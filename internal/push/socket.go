@@ -50,21 +50,27 @@ const (
 var admittedMessage = []byte(`{"type":"admitted"}`)
 
 // socket is one open waiting WebSocket. A push round writes a position onto the
-// connection itself only when that cannot wait: one non-blocking write(2) that the
-// client's kernel buffers take whole (push), of the frame, or over TLS of its sealed
-// record (tlssocket.go). Anything else (a client that is not reading, an admission, a
-// close, a connection under TLS that is not plain TCP) goes to a writer goroutine of the
-// socket's own, so one slow client never holds up the pushes to the others. The writer
+// connection itself only when that cannot wait: one non-blocking write(2) of the frame
+// that the client's kernel buffers take whole (push). Anything else (a client that is
+// not reading, an admission, a close, every push over TLS: tlssocket.go) goes to a
+// writer goroutine of the socket's own, so one slow client never holds up the pushes
+// to the others. The writer
 // runs only while there is such news, so an idle socket costs one goroutine, its
 // reader, with a shallow stack: at 100,000 waiters, goroutines and their stacks are
 // most of the memory.
 type socket struct {
-	hb      *Hub
-	c       *websocket.Conn
-	conn    net.Conn        // c's connection, for write deadlines
-	raw     syscall.RawConn // conn's descriptor when it is plain TCP, for push; else nil
-	tls     *tlsWire        // the TCP connection under conn when it is TLS over TCP (tlssocket.go)
-	br      *bufio.Reader   // what the library reads c through, for awaitClient (idle.go)
+	hb   *Hub
+	c    *websocket.Conn
+	conn net.Conn        // c's connection, for write deadlines
+	raw  syscall.RawConn // conn's descriptor when it is plain TCP, for push; else nil
+	br   *bufio.Reader   // what the library reads c through, for awaitClient (idle.go)
+	// underTLS is the descriptor of the TCP connection under conn when conn is TLS
+	// over TCP, whose readiness the idle reader waits on (idle.go); it is never
+	// written: only conn may (tlssocket.go).
+	underTLS syscall.RawConn
+	// probing is held by the reader while it peeks at what crypto/tls holds, and
+	// waited for by the writer before the library's closing handshake reads (idle.go).
+	probing sync.Mutex
 	id      queue.VisitorID
 	release func() // gives back the address's connection count; nil without a cap
 
@@ -140,27 +146,6 @@ func (s *socket) deliver(frame []byte, slot *[]byte) {
 		}
 		s.wire.Unlock()
 	}
-	if s.tls != nil && !s.writing && !s.done && s.wire.TryLock() {
-		rest, err := s.tls.push(frame)
-		switch {
-		case err != nil:
-			s.wire.Unlock()
-			s.mu.Unlock()
-			s.fail()
-			return
-		case rest == nil:
-			s.wire.Unlock()
-			s.mu.Unlock()
-			return
-		}
-		// The frame is sealed and part of its record is out: as for plain TCP, the
-		// writer sends the rest first, the wire held till then.
-		s.rest = rest
-		s.writing = true
-		s.mu.Unlock()
-		go s.write()
-		return
-	}
 	// A newer position replaces one not yet written; only the latest matters.
 	*slot = bytes.Clone(frame)
 	start := s.wakeLocked()
@@ -208,7 +193,7 @@ func (s *socket) write() {
 	rest := s.rest
 	s.rest = nil
 	s.mu.Unlock()
-	if rest != nil && !s.sendHeld(s.transport(), rest) { // push left the wire held for it
+	if rest != nil && !s.sendHeld(rest) { // push left the wire held for it
 		s.fail()
 		return
 	}
@@ -223,6 +208,12 @@ func (s *socket) write() {
 			return
 		}
 		s.mu.Unlock()
+		if s.done {
+			// The closing handshake below reads the connection: no peek of the
+			// reader's at what crypto/tls holds runs beside it (idle.go).
+			s.probing.Lock()
+			defer s.probing.Unlock()
+		}
 		switch {
 		case admitted:
 			s.send(admittedFrame)
@@ -275,7 +266,7 @@ func (hb *Hub) Serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID,
 	c.SetReadLimit(maxClientMessage)
 	s.c, s.conn, s.raw, s.br = c, sb.conn, rawTCP(sb.conn), sb.br
 	if tc, ok := sb.conn.(*tls.Conn); ok {
-		s.tls = adoptTLS(tc) // its handshake's buffers go before the first wait (awaitClient)
+		s.underTLS = rawTCP(tc.NetConn())
 	}
 	if !hb.add(id, st.Ticket, s) {
 		c.Close(websocket.StatusServiceRestart, "reconnect")
@@ -336,31 +327,22 @@ func (s *socket) end() {
 // send writes frame, bounded by writeTimeout.
 func (s *socket) send(frame []byte) bool {
 	s.wire.Lock()
-	return s.sendHeld(s.conn, frame)
+	return s.sendHeld(frame)
 }
 
-// sendHeld writes b to c with the wire already held, and lets go of it: a frame to
-// the socket's connection, or what a push left unsent to its transport. The bound is
-// a deadline on the connection, not a context: a timer context kept per socket was
-// 1.5 KiB of what each waiter cost. The deadline is cleared afterwards, so that the
-// library's own writes (a pong, the close frame) are not cut short by a stale one.
-func (s *socket) sendHeld(c net.Conn, b []byte) bool {
+// sendHeld writes b to the connection with the wire already held, and lets go of it:
+// a frame, or the unsent end of one a push began. The bound is a deadline on the
+// connection, not a context: a timer context kept per socket was 1.5 KiB of what each
+// waiter cost. The deadline stays set: over TLS, crypto/tls writes on its own (its
+// answer to a KeyUpdate), and the last write's deadline bounds that write too. The
+// library's writes set their own (wireWriter), so a stale one never cuts them short.
+func (s *socket) sendHeld(b []byte) bool {
 	defer s.wire.Unlock()
-	if c.SetWriteDeadline(time.Now().Add(writeTimeout)) != nil {
+	if s.conn.SetWriteDeadline(time.Now().Add(writeTimeout)) != nil {
 		return false
 	}
-	_, err := c.Write(b)
-	_ = c.SetWriteDeadline(time.Time{})
+	_, err := s.conn.Write(b)
 	return err == nil
-}
-
-// transport is the connection that carries the socket's bytes as they are on the
-// wire: conn itself, or the TCP connection under it when it is TLS.
-func (s *socket) transport() net.Conn {
-	if s.tls != nil {
-		return s.tls.TCPConn
-	}
-	return s.conn
 }
 
 // ServeAdmitted answers the WebSocket of a waiter who was admitted while it was away:
