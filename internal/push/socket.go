@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -292,8 +293,14 @@ func (s *socket) read() {
 	defer s.end()
 	hb := s.hb
 	for s.awaitClient() {
-		_, data, err := s.c.Read(context.Background())
+		typ, data, err := s.c.Read(context.Background())
 		if err != nil {
+			return
+		}
+		if typ == websocket.MessageText && !utf8.Valid(data) {
+			// RFC 6455 8.1: text that is not UTF-8 fails the connection. The place is
+			// kept: the page reconnects.
+			s.c.Close(websocket.StatusInvalidFramePayloadData, "text is not UTF-8")
 			return
 		}
 		var msg struct {
