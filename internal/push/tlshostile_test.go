@@ -80,6 +80,25 @@ func TestTLSClientStallingKeyUpdatesHoldsOnlyItsOwnSocket(t *testing.T) {
 	})
 }
 
+// Two records in one segment: crypto/tls reads both, the library's read takes the
+// message of the first, and the second waits in crypto/tls's buffer, where the
+// descriptor's readiness cannot see it. The idle reader must read it without waiting
+// for more (here it is a leave, which gives up the place).
+func TestSecondRecordOfATLSSegmentIsRead(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	tr.join()
+	cookie := tr.join()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := dialStallingTLSWaiter(ctx, t, tr, cookie)
+	waitUntil(t, "the reader waiting in awaitReadable", func() bool { return serverGoroutines("awaitReadable") == 1 })
+	segment := append(h.record(23, maskedText(`{"type":"note"}`)), h.record(23, maskedText(`{"type":"leave"}`))...)
+	if _, err := h.conn.Write(segment); err != nil { // one write: both records arrive together
+		t.Fatal(err)
+	}
+	awaitLeft(t, tr, cookie, "the second record of the segment was not read")
+}
+
 // advance moves the room's clock on by d.
 func (tr *testRoom) advance(d time.Duration) {
 	tr.mu.Lock()
@@ -226,6 +245,12 @@ func (h *stallingClient) expandLabel(secret []byte, label string, n int) []byte 
 
 // seal writes one record of content type typ carrying data.
 func (h *stallingClient) seal(typ byte, data []byte) error {
+	_, err := h.conn.Write(h.record(typ, data))
+	return err
+}
+
+// record is the next record of content type typ carrying data, sealed.
+func (h *stallingClient) record(typ byte, data []byte) []byte {
 	inner := append(bytes.Clone(data), typ)
 	header := []byte{23, 3, 3, 0, 0} // application_data, TLS 1.2 on the wire, as TLS 1.3 records are
 	binary.BigEndian.PutUint16(header[3:], uint16(len(inner)+h.aead.Overhead()))
@@ -234,8 +259,7 @@ func (h *stallingClient) seal(typ byte, data []byte) error {
 		nonce[len(nonce)-1-i] ^= byte(h.seq >> (8 * i))
 	}
 	h.seq++
-	_, err := h.conn.Write(h.aead.Seal(header, nonce, inner, header))
-	return err
+	return h.aead.Seal(header, nonce, inner, header)
 }
 
 // askKeyUpdates asks for KeyUpdates until the connection is closed, moving its own
