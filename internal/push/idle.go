@@ -8,8 +8,9 @@ package push
 // buffered: on the descriptor's readiness (over TLS, the TCP connection's under it),
 // with a shallow stack that the garbage collector shrinks. With the harness's ws section
 // (cd caddytest && go run ./load -only ws -tls -waiters 12000 -instances 2 -clients 2),
-// server memory per waiter went from 13.3 to 11.1 KiB over plain HTTP and from 20.8 to
-// 17.2 KiB over TLS (docs/performance.md, "Over TLS").
+// server memory per waiter went from 13.3 to 11.1 KiB over plain HTTP. Over TLS the
+// reader first peeks through crypto/tls's read path (tlsHoldsInput), which grows its
+// stack until the collector shrinks it again (docs/performance.md, "Over TLS").
 
 // awaitClient waits until the client has sent something, or its connection is over
 // (false). It returns at once when bytes are already buffered above the descriptor,
