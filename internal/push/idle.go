@@ -34,17 +34,24 @@ func (s *socket) awaitClient() bool {
 		return true
 	}
 	if s.underTLS != nil {
-		// Not under s.mu: the peek may meet crypto/tls answering a KeyUpdate, a
-		// write bounded only by its deadline, and a push takes s.mu.
-		s.probing.Lock()
-		s.mu.Lock()
-		ending := s.done || s.admitted || s.lost || s.left || s.closing
-		s.mu.Unlock()
-		held := ending || s.tlsHoldsInput()
-		s.probing.Unlock()
-		if held {
+		looked := s.tlsLooked
+		s.tlsLooked = false
+		if !looked && s.mustReadTLS() {
 			return true
 		}
 	}
 	return awaitReadable(raw) == nil
+}
+
+// mustReadTLS reports whether the reader must read before it waits on the TCP
+// connection's readiness: crypto/tls holds something the client sent, or the socket
+// is ending. Not under s.mu: the peek may meet crypto/tls answering a KeyUpdate, a
+// write bounded only by its deadline, and a push takes s.mu.
+func (s *socket) mustReadTLS() bool {
+	s.probing.Lock()
+	defer s.probing.Unlock()
+	s.mu.Lock()
+	ending := s.done || s.admitted || s.lost || s.left || s.closing
+	s.mu.Unlock()
+	return ending || s.tlsHoldsInput()
 }

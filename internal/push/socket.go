@@ -72,17 +72,20 @@ type socket struct {
 	// probing is held by the reader while it peeks at what crypto/tls holds, and
 	// waited for by the writer before the library's closing handshake reads (idle.go).
 	probing sync.Mutex
-	id      queue.VisitorID
-	release func() // gives back the address's connection count; nil without a cap
+	// tlsLooked says that Serve found nothing held by crypto/tls, so the reader's
+	// first wait need not look again. Reader goroutine only, once started.
+	tlsLooked bool
+	id        queue.VisitorID
+	release   func() // gives back the address's connection count; nil without a cap
 
 	// wire is held while a frame is being written, whoever writes it: push, the
 	// writer, or coder/websocket (through wireWriter). A frame is never cut by another.
 	wire sync.Mutex
 
 	mu      sync.Mutex
-	rest    []byte // the unsent end of a frame push began; the writer sends it first
-	pending []byte // the latest position not yet written, framed
-	note    []byte // the latest message to the line not yet written, framed
+	rest    []byte  // the unsent end of a frame push began; the writer sends it first
+	pending *[]byte // the latest position not yet written, framed (from frameCopies)
+	note    *[]byte // the latest message to the line not yet written, framed (likewise)
 	// message is the message to the line this socket was last given (hub lock): a
 	// socket connecting as the message changes is told each text once.
 	message  string
@@ -127,7 +130,7 @@ func (s *socket) due(position int, now time.Time, changeGap time.Duration) bool 
 func (s *socket) push(frame []byte) { s.deliver(frame, &s.pending) }
 
 // deliver is push for a frame whose unsent copy waits in slot (pending or note).
-func (s *socket) deliver(frame []byte, slot *[]byte) {
+func (s *socket) deliver(frame []byte, slot **[]byte) {
 	s.mu.Lock()
 	if s.raw != nil && !s.writing && !s.done && s.wire.TryLock() {
 		n := writeNow(s.raw, frame)
@@ -148,7 +151,7 @@ func (s *socket) deliver(frame []byte, slot *[]byte) {
 		s.wire.Unlock()
 	}
 	// A newer position replaces one not yet written; only the latest matters.
-	*slot = bytes.Clone(frame)
+	*slot = copyFrame(*slot, frame)
 	start := s.wakeLocked()
 	s.mu.Unlock()
 	if start {
@@ -230,15 +233,37 @@ func (s *socket) write() {
 			s.c.Close(websocket.StatusNormalClosure, "left")
 			return
 		}
-		if note != nil && !s.send(note) {
+		if note != nil && !s.sendCopy(note) {
 			s.fail()
 			return
 		}
-		if frame != nil && !s.send(frame) {
+		if frame != nil && !s.sendCopy(frame) {
 			s.fail()
 			return
 		}
 	}
+}
+
+// Over TLS every push goes to the writer (tlssocket.go), each with a copy of its
+// frame: 2,500 a second per 5,000 waiters. The copies are pooled, so that the pushes
+// of an idle room make no garbage, which would grow the heap between collections, and
+// the memory of every waiter with it.
+var frameCopies = sync.Pool{New: func() any { return new([]byte) }}
+
+// copyFrame copies frame into the unsent copy it replaces, or into a pooled one.
+func copyFrame(unsent *[]byte, frame []byte) *[]byte {
+	if unsent == nil {
+		unsent = frameCopies.Get().(*[]byte)
+	}
+	*unsent = append((*unsent)[:0], frame...)
+	return unsent
+}
+
+// sendCopy writes a copied frame, bounded by writeTimeout, and gives the copy back.
+func (s *socket) sendCopy(frame *[]byte) bool {
+	ok := s.send(*frame)
+	frameCopies.Put(frame)
+	return ok
 }
 
 // fail ends a socket whose write failed: nothing more is written to it.
@@ -283,6 +308,16 @@ func (hb *Hub) Serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID,
 	v.Active, v.Waiting, v.Returned = st.Active, max(st.Waiting, st.Position), st.Returned
 	s.push(appendFrame(&v, nil))
 	hb.greet(s)
+	if s.underTLS != nil {
+		// The first look at what crypto/tls holds is taken here, on the request's
+		// goroutine, which ends as Serve returns, and not by the reader: the read
+		// path it goes through grows a stack to 4 KiB, and a parked goroutine's stack
+		// of 4 KiB is never shrunk back to 2 (the collector halves a stack only when
+		// what is in use and 800 B of headroom fit in a quarter of it). Between here
+		// and the reader's wait nothing else reads the connection but the writer's
+		// closing handshake, which sets the socket's end first.
+		s.tlsLooked = !s.mustReadTLS()
+	}
 	go s.read()
 	return nil
 }
