@@ -6,11 +6,15 @@ package push
 // TLS, the record buffer crypto/tls grows for the next record header (576 B, in use
 // while it waits). So the reader waits before the read instead, when nothing is
 // buffered: on the descriptor's readiness (over TLS, the TCP connection's under it),
-// with a shallow stack that the garbage collector shrinks. With the harness's ws section
-// (cd caddytest && go run ./load -only ws -tls -waiters 12000 -instances 2 -clients 2),
-// server memory per waiter went from 13.3 to 11.1 KiB over plain HTTP. Over TLS the
-// reader first peeks through crypto/tls's read path (tlsHoldsInput), which grows its
-// stack until the collector shrinks it again (docs/performance.md, "Over TLS").
+// with the 2 KiB stack it started with. The collector halves a parked goroutine's
+// stack only when what is in use and 800 B of headroom fit in a quarter of it, so a
+// stack grown to 4 KiB stays 4 KiB. With the harness's ws section (cd caddytest && go
+// run ./load -only ws -tls -waiters 12000 -instances 2 -clients 2), server memory per
+// waiter went from 13.3 to 11.1 KiB over plain HTTP. Over TLS the reader must also know
+// that crypto/tls holds nothing the client sent (tlsHoldsInput), a look through
+// crypto/tls's read path, which grows a stack to 4 KiB: the first is taken by the
+// upgrade's goroutine (Serve), which ends, and the reader takes one only after it has
+// read a message, when its stack has grown anyway.
 
 // awaitClient waits until the client has sent something, or its connection is over
 // (false). It returns at once when bytes are already buffered above the descriptor,
