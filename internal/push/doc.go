@@ -10,9 +10,9 @@
 // (a goroutine, two deadlines and the library's write path per message). Figure: the
 // load harness's ws section at 100,000 waiters, Caddy's CPU per message went from
 // 23-28 us to 17-22 us with it, nearly all of the rest being write(2) itself (go run
-// ./load -only ws, from caddytest/). Over TLS the frame is sealed by the *tls.Conn,
-// and its record goes out the same way, through a TCP connection of ours that the
-// socket puts under the TLS one (tlssocket.go). TestTextFrameHeader and
+// ./load -only ws, from caddytest/). Over TLS only the *tls.Conn may write, and a
+// client can hold its write lock, so every TLS push goes to the socket's own writer,
+// under a deadline, never on the hub's goroutine (tlssocket.go). TestTextFrameHeader and
 // TestLibraryFramesAndPushedFramesDoNotInterleave hold our frames to coder/websocket's
 // reader at the version in go.mod.
 package push

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -50,32 +51,41 @@ const (
 var admittedMessage = []byte(`{"type":"admitted"}`)
 
 // socket is one open waiting WebSocket. A push round writes a position onto the
-// connection itself only when that cannot wait: one non-blocking write(2) that the
-// client's kernel buffers take whole (push), of the frame, or over TLS of its sealed
-// record (tlssocket.go). Anything else (a client that is not reading, an admission, a
-// close, a connection under TLS that is not plain TCP) goes to a writer goroutine of the
-// socket's own, so one slow client never holds up the pushes to the others. The writer
+// connection itself only when that cannot wait: one non-blocking write(2) of the frame
+// that the client's kernel buffers take whole (push). Anything else (a client that is
+// not reading, an admission, a close, every push over TLS: tlssocket.go) goes to a
+// writer goroutine of the socket's own, so one slow client never holds up the pushes
+// to the others. The writer
 // runs only while there is such news, so an idle socket costs one goroutine, its
 // reader, with a shallow stack: at 100,000 waiters, goroutines and their stacks are
 // most of the memory.
 type socket struct {
-	hb      *Hub
-	c       *websocket.Conn
-	conn    net.Conn        // c's connection, for write deadlines
-	raw     syscall.RawConn // conn's descriptor when it is plain TCP, for push; else nil
-	tls     *tlsWire        // the TCP connection under conn when it is TLS over TCP (tlssocket.go)
-	br      *bufio.Reader   // what the library reads c through, for awaitClient (idle.go)
-	id      queue.VisitorID
-	release func() // gives back the address's connection count; nil without a cap
+	hb   *Hub
+	c    *websocket.Conn
+	conn net.Conn        // c's connection, for write deadlines
+	raw  syscall.RawConn // conn's descriptor when it is plain TCP, for push; else nil
+	br   *bufio.Reader   // what the library reads c through, for awaitClient (idle.go)
+	// underTLS is the descriptor of the TCP connection under conn when conn is TLS
+	// over TCP, whose readiness the idle reader waits on (idle.go); it is never
+	// written: only conn may (tlssocket.go).
+	underTLS syscall.RawConn
+	// probing is held by the reader while it peeks at what crypto/tls holds, and
+	// waited for by the writer before the library's closing handshake reads (idle.go).
+	probing sync.Mutex
+	// tlsLooked says that Serve found nothing held by crypto/tls, so the reader's
+	// first wait need not look again. Reader goroutine only, once started.
+	tlsLooked bool
+	id        queue.VisitorID
+	release   func() // gives back the address's connection count; nil without a cap
 
 	// wire is held while a frame is being written, whoever writes it: push, the
 	// writer, or coder/websocket (through wireWriter). A frame is never cut by another.
 	wire sync.Mutex
 
 	mu      sync.Mutex
-	rest    []byte // the unsent end of a frame push began; the writer sends it first
-	pending []byte // the latest position not yet written, framed
-	note    []byte // the latest message to the line not yet written, framed
+	rest    []byte  // the unsent end of a frame push began; the writer sends it first
+	pending *[]byte // the latest position not yet written, framed (from frameCopies)
+	note    *[]byte // the latest message to the line not yet written, framed (likewise)
 	// message is the message to the line this socket was last given (hub lock): a
 	// socket connecting as the message changes is told each text once.
 	message  string
@@ -120,7 +130,7 @@ func (s *socket) due(position int, now time.Time, changeGap time.Duration) bool 
 func (s *socket) push(frame []byte) { s.deliver(frame, &s.pending) }
 
 // deliver is push for a frame whose unsent copy waits in slot (pending or note).
-func (s *socket) deliver(frame []byte, slot *[]byte) {
+func (s *socket) deliver(frame []byte, slot **[]byte) {
 	s.mu.Lock()
 	if s.raw != nil && !s.writing && !s.done && s.wire.TryLock() {
 		n := writeNow(s.raw, frame)
@@ -140,29 +150,8 @@ func (s *socket) deliver(frame []byte, slot *[]byte) {
 		}
 		s.wire.Unlock()
 	}
-	if s.tls != nil && !s.writing && !s.done && s.wire.TryLock() {
-		rest, err := s.tls.push(frame)
-		switch {
-		case err != nil:
-			s.wire.Unlock()
-			s.mu.Unlock()
-			s.fail()
-			return
-		case rest == nil:
-			s.wire.Unlock()
-			s.mu.Unlock()
-			return
-		}
-		// The frame is sealed and part of its record is out: as for plain TCP, the
-		// writer sends the rest first, the wire held till then.
-		s.rest = rest
-		s.writing = true
-		s.mu.Unlock()
-		go s.write()
-		return
-	}
 	// A newer position replaces one not yet written; only the latest matters.
-	*slot = bytes.Clone(frame)
+	*slot = copyFrame(*slot, frame)
 	start := s.wakeLocked()
 	s.mu.Unlock()
 	if start {
@@ -208,7 +197,7 @@ func (s *socket) write() {
 	rest := s.rest
 	s.rest = nil
 	s.mu.Unlock()
-	if rest != nil && !s.sendHeld(s.transport(), rest) { // push left the wire held for it
+	if rest != nil && !s.sendHeld(rest) { // push left the wire held for it
 		s.fail()
 		return
 	}
@@ -223,6 +212,12 @@ func (s *socket) write() {
 			return
 		}
 		s.mu.Unlock()
+		if s.done {
+			// The closing handshake below reads the connection: no peek of the
+			// reader's at what crypto/tls holds runs beside it (idle.go).
+			s.probing.Lock()
+			defer s.probing.Unlock()
+		}
 		switch {
 		case admitted:
 			s.send(admittedFrame)
@@ -238,15 +233,37 @@ func (s *socket) write() {
 			s.c.Close(websocket.StatusNormalClosure, "left")
 			return
 		}
-		if note != nil && !s.send(note) {
+		if note != nil && !s.sendCopy(note) {
 			s.fail()
 			return
 		}
-		if frame != nil && !s.send(frame) {
+		if frame != nil && !s.sendCopy(frame) {
 			s.fail()
 			return
 		}
 	}
+}
+
+// Over TLS every push goes to the writer (tlssocket.go), each with a copy of its
+// frame: 2,500 a second per 5,000 waiters. The copies are pooled, so that the pushes
+// of an idle room make no garbage, which would grow the heap between collections, and
+// the memory of every waiter with it.
+var frameCopies = sync.Pool{New: func() any { return new([]byte) }}
+
+// copyFrame copies frame into the unsent copy it replaces, or into a pooled one.
+func copyFrame(unsent *[]byte, frame []byte) *[]byte {
+	if unsent == nil {
+		unsent = frameCopies.Get().(*[]byte)
+	}
+	*unsent = append((*unsent)[:0], frame...)
+	return unsent
+}
+
+// sendCopy writes a copied frame, bounded by writeTimeout, and gives the copy back.
+func (s *socket) sendCopy(frame *[]byte) bool {
+	ok := s.send(*frame)
+	frameCopies.Put(frame)
+	return ok
 }
 
 // fail ends a socket whose write failed: nothing more is written to it.
@@ -275,7 +292,7 @@ func (hb *Hub) Serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID,
 	c.SetReadLimit(maxClientMessage)
 	s.c, s.conn, s.raw, s.br = c, sb.conn, rawTCP(sb.conn), sb.br
 	if tc, ok := sb.conn.(*tls.Conn); ok {
-		s.tls = adoptTLS(tc) // its handshake's buffers go before the first wait (awaitClient)
+		s.underTLS = rawTCP(tc.NetConn())
 	}
 	if !hb.add(id, st.Ticket, s) {
 		c.Close(websocket.StatusServiceRestart, "reconnect")
@@ -291,6 +308,16 @@ func (hb *Hub) Serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID,
 	v.Active, v.Waiting, v.Returned = st.Active, max(st.Waiting, st.Position), st.Returned
 	s.push(appendFrame(&v, nil))
 	hb.greet(s)
+	if s.underTLS != nil {
+		// The first look at what crypto/tls holds is taken here, on the request's
+		// goroutine, which ends as Serve returns, and not by the reader: the read
+		// path it goes through grows a stack to 4 KiB, and a parked goroutine's stack
+		// of 4 KiB is never shrunk back to 2 (the collector halves a stack only when
+		// what is in use and 800 B of headroom fit in a quarter of it). Between here
+		// and the reader's wait nothing else reads the connection but the writer's
+		// closing handshake, which sets the socket's end first.
+		s.tlsLooked = !s.mustReadTLS()
+	}
 	go s.read()
 	return nil
 }
@@ -301,8 +328,14 @@ func (s *socket) read() {
 	defer s.end()
 	hb := s.hb
 	for s.awaitClient() {
-		_, data, err := s.c.Read(context.Background())
+		typ, data, err := s.c.Read(context.Background())
 		if err != nil {
+			return
+		}
+		if typ == websocket.MessageText && !utf8.Valid(data) {
+			// RFC 6455 8.1: text that is not UTF-8 fails the connection. The place is
+			// kept: the page reconnects.
+			s.c.Close(websocket.StatusInvalidFramePayloadData, "text is not UTF-8")
 			return
 		}
 		var msg struct {
@@ -336,31 +369,22 @@ func (s *socket) end() {
 // send writes frame, bounded by writeTimeout.
 func (s *socket) send(frame []byte) bool {
 	s.wire.Lock()
-	return s.sendHeld(s.conn, frame)
+	return s.sendHeld(frame)
 }
 
-// sendHeld writes b to c with the wire already held, and lets go of it: a frame to
-// the socket's connection, or what a push left unsent to its transport. The bound is
-// a deadline on the connection, not a context: a timer context kept per socket was
-// 1.5 KiB of what each waiter cost. The deadline is cleared afterwards, so that the
-// library's own writes (a pong, the close frame) are not cut short by a stale one.
-func (s *socket) sendHeld(c net.Conn, b []byte) bool {
+// sendHeld writes b to the connection with the wire already held, and lets go of it:
+// a frame, or the unsent end of one a push began. The bound is a deadline on the
+// connection, not a context: a timer context kept per socket was 1.5 KiB of what each
+// waiter cost. The deadline stays set: over TLS, crypto/tls writes on its own (its
+// answer to a KeyUpdate), and the last write's deadline bounds that write too. The
+// library's writes set their own (wireWriter), so a stale one never cuts them short.
+func (s *socket) sendHeld(b []byte) bool {
 	defer s.wire.Unlock()
-	if c.SetWriteDeadline(time.Now().Add(writeTimeout)) != nil {
+	if s.conn.SetWriteDeadline(time.Now().Add(writeTimeout)) != nil {
 		return false
 	}
-	_, err := c.Write(b)
-	_ = c.SetWriteDeadline(time.Time{})
+	_, err := s.conn.Write(b)
 	return err == nil
-}
-
-// transport is the connection that carries the socket's bytes as they are on the
-// wire: conn itself, or the TCP connection under it when it is TLS.
-func (s *socket) transport() net.Conn {
-	if s.tls != nil {
-		return s.tls.TCPConn
-	}
-	return s.conn
 }
 
 // ServeAdmitted answers the WebSocket of a waiter who was admitted while it was away:

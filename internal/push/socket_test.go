@@ -321,3 +321,42 @@ func dialWaiter(ctx context.Context, t *testing.T, tr *testRoom, srv *httptest.S
 	}
 	return c
 }
+
+// A text message that is not UTF-8 fails the connection with status 1007 (RFC 6455
+// 8.1), and the waiter keeps the place; UTF-8 beyond ASCII is text like any other.
+func TestTextThatIsNotUTF8ClosesWith1007(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	tr.join()
+	cookie := tr.join()
+	srv := serveRoom(t, tr, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id := visitorID(t, cookie)
+	before, err := tr.store.Status(ctx, id, tr.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	c := dialWaiter(ctx, t, tr, srv, cookie)
+	defer c.CloseNow()
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"grüße"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(ctx, websocket.MessageText, []byte("{\"type\":\"\xff\xfe\"}")); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, _, err := c.Read(ctx)
+		if err == nil {
+			continue // positions
+		}
+		if code := websocket.CloseStatus(err); code != websocket.StatusInvalidFramePayloadData {
+			t.Fatalf("after text that is not UTF-8 the connection ended with %v (status %d); want status 1007", err, code)
+		}
+		break
+	}
+	after, err := tr.store.Status(ctx, id, tr.Now())
+	if err != nil || after.State != queue.Queued || after.Ticket != before.Ticket {
+		t.Fatalf("the waiter went from %+v to %+v (%v)", before, after, err)
+	}
+}

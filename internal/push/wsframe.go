@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 )
@@ -51,8 +52,11 @@ func endTextFrame(dst []byte, at int) []byte {
 var admittedFrame = endTextFrame(append([]byte{0, 0, 0, 0}, admittedMessage...), 0)
 
 // wireWriter is the writer coder/websocket's frames go out through: it takes the
-// socket's wire lock around each write. The library flushes every control frame in
-// one write, so one lock per write is one lock per frame.
+// socket's wire lock around each write, and bounds the write by writeTimeout, as the
+// socket's own writes are (socket.sendHeld): a pong the library answers from the
+// reader to a client that reads nothing must not hold the wire, and the writer
+// waiting for it, for ever. The library flushes every control frame in one write, so
+// one lock per write is one lock per frame.
 type wireWriter struct {
 	conn net.Conn
 	wire *sync.Mutex
@@ -61,6 +65,9 @@ type wireWriter struct {
 func (w wireWriter) Write(p []byte) (int, error) {
 	w.wire.Lock()
 	defer w.wire.Unlock()
+	if err := w.conn.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
+		return 0, err
+	}
 	return w.conn.Write(p)
 }
 
