@@ -131,18 +131,16 @@ func (s *stallingStore) Secret(ctx context.Context, candidate []byte) ([]byte, e
 	return s.Store.Secret(ctx, candidate)
 }
 
-// A room stopped while its hub's store call is in flight: Cleanup returns only once
-// that call has ended, so no store call ends (or starts) after the store is let go
-// of; a second Cleanup changes nothing.
-func TestCleanupWaitsForStoreCalls(t *testing.T) {
+// stallingRoomWithWaiter starts a room of one slot on a stallingStore, fills the slot
+// and connects a waiter's socket, registered once its first position has come.
+func stallingRoomWithWaiter(ctx context.Context, t *testing.T) (*testRoom, *stallingStore, *websocket.Conn) {
+	t.Helper()
 	tr := newTestRoomOn(t, 1, json.RawMessage(`{"type":"stalling_test"}`))
 	st := tr.h.store.(*stallingStore)
 	tr.visit("", "") // holds the only slot
 	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _ = serveAsCaddy(tr.h, w, r, next) }))
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(srv.Close)
 	_, cookie := tr.visit("", "application/json")
 	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{
 		Subprotocols: []string{push.Subprotocol},
@@ -151,10 +149,20 @@ func TestCleanupWaitsForStoreCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.CloseNow()
-	if _, _, err := c.Read(ctx); err != nil { // the first position: the socket is registered
+	t.Cleanup(func() { c.CloseNow() })
+	if _, _, err := c.Read(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return tr, st, c
+}
+
+// A room stopped while its hub's store call is in flight: Cleanup returns only once
+// that call has ended, so no store call ends (or starts) after the store is let go
+// of; a second Cleanup changes nothing.
+func TestCleanupWaitsForStoreCalls(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tr, st, _ := stallingRoomWithWaiter(ctx, t)
 
 	st.armed.Store(true)
 	select { // the hub's next round asks for positions
@@ -187,26 +195,9 @@ func TestCleanupWaitsForStoreCalls(t *testing.T) {
 // A room stopped while a waiter's "leave" is with the store: the socket's reader is
 // the room's too, so Cleanup returns only once that call has ended.
 func TestCleanupWaitsForALeave(t *testing.T) {
-	tr := newTestRoomOn(t, 1, json.RawMessage(`{"type":"stalling_test"}`))
-	st := tr.h.store.(*stallingStore)
-	tr.visit("", "") // holds the only slot
-	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _ = serveAsCaddy(tr.h, w, r, next) }))
-	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, cookie := tr.visit("", "application/json")
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{
-		Subprotocols: []string{push.Subprotocol},
-		HTTPHeader:   http.Header{"Cookie": {tr.h.Cookie.Name + "=" + cookie}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	if _, _, err := c.Read(ctx); err != nil { // the first position: the socket is registered
-		t.Fatal(err)
-	}
+	tr, st, c := stallingRoomWithWaiter(ctx, t)
 
 	st.leaveArmed.Store(true)
 	if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"leave"}`)); err != nil {
