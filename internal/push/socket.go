@@ -308,7 +308,7 @@ func (hb *Hub) Serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID,
 	v.Active, v.Waiting, v.Returned = st.Active, max(st.Waiting, st.Position), st.Returned
 	s.push(appendFrame(&v, nil))
 	hb.greet(s)
-	if s.underTLS != nil {
+	if s.underTLS != nil && s.br != nil { // without s.br, bytes came early: the reader reads at once
 		// The first look at what crypto/tls holds is taken here, on the request's
 		// goroutine, which ends as Serve returns, and not by the reader: the read
 		// path it goes through grows a stack to 4 KiB, and a parked goroutine's stack

@@ -1,6 +1,11 @@
 package push
 
 import (
+	"bufio"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -93,4 +98,34 @@ func TestTLSPushMeetsAClose(t *testing.T) {
 			t.Fatal("a push to a closed connection left the socket open for more")
 		}
 	}
+}
+
+// TestMessageSentWithTheUpgradeIsRead over TLS: the frame rides in the request's own
+// record, so net/http has read it before the socket is handed over, and the socket
+// reads it without looking into crypto/tls's buffer first (it has none of its own).
+func TestMessageSentWithTheTLSUpgradeIsRead(t *testing.T) {
+	tr := newTestRoom(t, 1)
+	tr.join()
+	cookie := tr.join()
+	srv := httptest.NewUnstartedServer(serveRoom(t, tr, nil).Config.Handler)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	host := srv.Listener.Addr().String()
+	conn, err := tls.Dial("tcp", host, &tls.Config{InsecureSkipVerify: true}) // the test server's own certificate
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	request := fmt.Sprintf("GET / HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: %s\r\n"+
+		"Cookie: %s=%s\r\n\r\n", host, Subprotocol, cookieName, cookie)
+	if _, err := conn.Write(append([]byte(request), maskedText(`{"type":"leave"}`)...)); err != nil { // one record
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	awaitLeft(t, tr, cookie, "the leave sent with the TLS upgrade was not read")
 }
