@@ -43,7 +43,7 @@ func TestMultiRedisRestartUnderChurn(t *testing.T) {
 	const capacity, shoppersPerNode = 3, 3
 	store := "redis redis://" + srv.Addr + " {\n\t\t\ttimeout 250ms\n\t\t\tdial_timeout 250ms\n\t\t}"
 	f := startFleet(t, 3, func(int) string {
-		return roomBlock(room, "/shop*", capacity, store, "fail closed", "session_ttl 2s")
+		return roomBlock(room, "/shop*", capacity, store, "fail closed", "session_ttl 10s")
 	})
 	rdb := newRedisClient(t, srv.Addr)
 

@@ -45,9 +45,9 @@ func TestMultiSessionMax(t *testing.T) {
 		t.Fatalf("the waiter: admitted %v, %v", ok, err)
 	}
 
-	patchFleetRoom(t, two, room, `{"session_max": "3s"}`)
-	if got := fleetRoomObject(t, one, room)["session_max"]; got != "3s" {
-		t.Fatalf("the instance that was not PATCHed shows session_max %v, want 3s", got)
+	patchFleetRoom(t, two, room, `{"session_max": "10s"}`)
+	if got := fleetRoomObject(t, one, room)["session_max"]; got != "10s" {
+		t.Fatalf("the instance that was not PATCHed shows session_max %v, want 10s", got)
 	}
 
 	// The shopper keeps shopping on instance one, the waiter keeps polling on two,

@@ -24,9 +24,9 @@ import (
 func TestLiveReloadUnderLoad(t *testing.T) {
 	const capacity, n = 3, 20
 	room := uniqueRoom(t)
-	opts := fmt.Sprintf("capacity %d\n\t\tsession_ttl 2s", capacity)
+	opts := fmt.Sprintf("capacity %d\n\t\tsession_ttl 10s", capacity)
 	startLive(t, room, opts)
-	for range capacity { // these never come back: their sessions lapse after 2 s
+	for range capacity { // these never come back: their sessions lapse after 10 s
 		if _, ok := newVisitor(t).place("/"); !ok {
 			t.Fatal("filling the room: not admitted")
 		}

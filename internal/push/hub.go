@@ -24,10 +24,9 @@ type Hub struct {
 	// itself (see pushRound.heartbeat), else it holds them (hold.go).
 	holder queue.Holder
 
-	// open counts the registered sockets: each is removed by its own reader as it
-	// ends, after the reader's last store call (a "leave"), so Wait can tell when
-	// none of them can call the store any more.
-	open sync.WaitGroup
+	// calls counts the store calls the sockets' readers have under way (a "leave"),
+	// so that Wait can tell when none is left; none starts once the hub is closed.
+	calls sync.WaitGroup
 
 	mu      sync.Mutex
 	waiters map[queue.VisitorID]*waiterSockets
@@ -85,7 +84,6 @@ func (hb *Hub) add(id queue.VisitorID, ticket uint64, s *socket) bool {
 		hb.markHold(id)
 	}
 	ws.sockets = append(ws.sockets, s)
-	hb.open.Add(1)
 	return true
 }
 
@@ -100,7 +98,6 @@ func (hb *Hub) remove(id queue.VisitorID, s *socket) {
 		if x == s {
 			s.gone.Store(true)
 			ws.sockets = append(ws.sockets[:i], ws.sockets[i+1:]...)
-			hb.open.Done()
 			break
 		}
 	}
@@ -142,11 +139,25 @@ func (hb *Hub) CloseAll() {
 	}
 }
 
-// Wait returns once every socket the hub took has ended, its reader with it: after
-// CloseAll, so that none is left to call the store once the room lets go of it. A
-// socket's end is bounded by writeTimeout (its closing frame) and the store's own
-// timeout (a "leave" under way).
-func (hb *Hub) Wait() { hb.open.Wait() }
+// beginCall reports whether a socket's reader may call the store, and counts the
+// call until endCall; once the hub is closed (the room is stopping) none may.
+func (hb *Hub) beginCall() bool {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	if hb.closed {
+		return false
+	}
+	hb.calls.Add(1)
+	return true
+}
+
+func (hb *Hub) endCall() { hb.calls.Done() }
+
+// Wait returns, after CloseAll, once no socket's reader has a store call under way,
+// so that none is left to call the store once the room lets go of it. It waits for
+// the calls alone, each bounded by the store's timeout, not for the sockets to finish
+// their closing handshakes: a reload must not wait on its clients.
+func (hb *Hub) Wait() { hb.calls.Wait() }
 
 // Run is the hub's loop, until ctx ends. It ticks every resendEvery to resend what is owed, and every
 // pushEvery starts a round: the store is asked for everyone's position beside the

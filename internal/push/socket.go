@@ -344,7 +344,11 @@ func (s *socket) read() {
 		if json.Unmarshal(data, &msg) != nil || msg.Type != "leave" {
 			continue // unknown messages are ignored, so the protocol can grow
 		}
+		if !hb.beginCall() {
+			return // the room is stopping: the page leaves through the next one
+		}
 		left, err := hb.store.Leave(context.Background(), s.id) // the store bounds every call
+		hb.endCall()
 		if err != nil {
 			hb.room.StoreError("leave", err)
 			continue
