@@ -66,20 +66,24 @@ func TestUnchangedPositionIsResentWithinMaxSilence(t *testing.T) {
 	}
 }
 
-// serverGoroutines counts the goroutines running fn (a function of this package, as
-// runtime.Stack names it) somewhere on their stacks.
-func serverGoroutines(fn string) int {
+// allStacks is every goroutine's stack, as runtime.Stack writes them: one block a
+// goroutine, blocks apart by a blank line.
+func allStacks() string {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			buf = buf[:n]
-			break
+			return string(buf[:n])
 		}
 		buf = make([]byte, 2*len(buf))
 	}
+}
+
+// serverGoroutines counts the goroutines running fn (a function of this package, as
+// runtime.Stack names it) somewhere on their stacks.
+func serverGoroutines(fn string) int {
 	count := 0
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
+	for g := range strings.SplitSeq(allStacks(), "\n\n") {
 		for line := range strings.SplitSeq(g, "\n") {
 			if strings.Contains(line, "push."+fn+"(") && !strings.HasPrefix(line, "created by ") {
 				count++

@@ -17,7 +17,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -110,17 +109,8 @@ func (tr *testRoom) advance(d time.Duration) {
 // ("[IO wait", "crypto/tls.(*Conn).handleKeyUpdate") is crypto/tls's answer to a
 // KeyUpdate parked on a full connection.
 func goroutinesWith(parts ...string) int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	count := 0
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
+	for g := range strings.SplitSeq(allStacks(), "\n\n") {
 		all := true
 		for _, p := range parts {
 			all = all && strings.Contains(g, p)
