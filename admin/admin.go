@@ -1,7 +1,7 @@
 // Package admin serves the waiting rooms on Caddy's admin endpoint (module
 // admin.api.waiting_room): see, steer and graph every room of this process without
 // editing the config. It holds no state: it reaches each room through
-// waitingroom.AdminRoom, looked up by name for every request.
+// *room.Room, looked up by name for every request.
 package admin
 
 import (
@@ -17,6 +17,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
 )
 
@@ -112,56 +113,67 @@ func handle(route func(http.ResponseWriter, *http.Request) error) http.Handler {
 }
 
 // withRoom looks up the room the path names, or answers 404.
-func withRoom(route func(http.ResponseWriter, *http.Request, waitingroom.AdminRoom) error) func(http.ResponseWriter, *http.Request) error {
+func withRoom(route func(http.ResponseWriter, *http.Request, *room.Room) error) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		name := r.PathValue("room")
-		room, ok := waitingroom.LookupRoom(name)
+		rm, ok := waitingroom.LookupRoom(name)
 		if !ok {
 			return apiError(http.StatusNotFound, fmt.Errorf("no room named %q", name))
 		}
-		return route(w, r, room)
+		return roomError(route(w, r, rm))
 	}
 }
 
+// roomError gives a room's error the status the admin API answers it with: the
+// caller's mistakes are 400, a visitor that is not there 404, and the rest (a store
+// that cannot be reached) 503. The router's own errors carry their status already.
+func roomError(err error) error {
+	var input room.InputError
+	var apiErr caddy.APIError
+	switch {
+	case err == nil || errors.As(err, &apiErr):
+		return err
+	case errors.As(err, &input):
+		return apiError(http.StatusBadRequest, err)
+	case errors.Is(err, room.ErrNoVisitor):
+		return apiError(http.StatusNotFound, err)
+	}
+	return apiError(http.StatusServiceUnavailable, err)
+}
+
 func (a *Admin) list(w http.ResponseWriter, r *http.Request) error {
-	infos := []any{}
-	for _, room := range waitingroom.Rooms() {
-		info, err := room.Info(r.Context())
+	infos := []room.Info{}
+	for _, rm := range waitingroom.Rooms() {
+		info, err := rm.Info(r.Context())
 		if err != nil {
-			// Caddy reads the status off the error itself, not off what it wraps.
-			status := http.StatusServiceUnavailable
-			var apiErr caddy.APIError
-			if errors.As(err, &apiErr) {
-				status = apiErr.HTTPStatus
-			}
-			return apiError(status, fmt.Errorf("room %q: %w", room.Name(), err))
+			return apiError(http.StatusServiceUnavailable, fmt.Errorf("room %q: %w", rm.Name(), err))
 		}
 		infos = append(infos, info)
 	}
 	return writeJSON(w, infos)
 }
 
-func (a *Admin) info(w http.ResponseWriter, r *http.Request, room waitingroom.AdminRoom) error {
-	info, err := room.Info(r.Context())
+func (a *Admin) info(w http.ResponseWriter, r *http.Request, rm *room.Room) error {
+	info, err := rm.Info(r.Context())
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, info)
 }
 
-func (a *Admin) patch(w http.ResponseWriter, r *http.Request, room waitingroom.AdminRoom) error {
+func (a *Admin) patch(w http.ResponseWriter, r *http.Request, rm *room.Room) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
 	}
-	info, err := room.Patch(r.Context(), body)
+	info, err := rm.Patch(r.Context(), body)
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, info)
 }
 
-func (a *Admin) admit(w http.ResponseWriter, r *http.Request, room waitingroom.AdminRoom) error {
+func (a *Admin) admit(w http.ResponseWriter, r *http.Request, rm *room.Room) error {
 	var req struct {
 		Count *int `json:"count"`
 	}
@@ -171,15 +183,15 @@ func (a *Admin) admit(w http.ResponseWriter, r *http.Request, room waitingroom.A
 	if req.Count == nil {
 		return apiError(http.StatusBadRequest, errors.New(`want {"count": n}`))
 	}
-	n, err := room.Admit(r.Context(), *req.Count)
+	n, err := rm.Admit(r.Context(), *req.Count)
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, map[string]int{"admitted": n})
 }
 
-func (a *Admin) reset(w http.ResponseWriter, r *http.Request, room waitingroom.AdminRoom) error {
-	if err := room.Reset(r.Context()); err != nil {
+func (a *Admin) reset(w http.ResponseWriter, r *http.Request, rm *room.Room) error {
+	if err := rm.Reset(r.Context()); err != nil {
 		return err
 	}
 	return writeJSON(w, map[string]bool{"reset": true})
@@ -187,7 +199,7 @@ func (a *Admin) reset(w http.ResponseWriter, r *http.Request, room waitingroom.A
 
 // preview renders the room's waiting page with sample values:
 // GET /waiting_room/<name>/preview?state=queued|prequeue|rejected|unavailable&position=12&lang=ko
-func (a *Admin) preview(w http.ResponseWriter, r *http.Request, room waitingroom.AdminRoom) error {
+func (a *Admin) preview(w http.ResponseWriter, r *http.Request, rm *room.Room) error {
 	q := r.URL.Query()
 	state := q.Get("state")
 	if state == "" {
@@ -205,7 +217,7 @@ func (a *Admin) preview(w http.ResponseWriter, r *http.Request, room waitingroom
 	if lang == "" {
 		lang = r.Header.Get("Accept-Language")
 	}
-	page, header, err := room.Preview(state, position, lang)
+	page, header, err := rm.Preview(state, position, lang)
 	if err != nil {
 		return err
 	}
@@ -217,16 +229,12 @@ func (a *Admin) preview(w http.ResponseWriter, r *http.Request, room waitingroom
 	return err
 }
 
-func (a *Admin) history(w http.ResponseWriter, r *http.Request, room waitingroom.AdminRoom) error {
-	h, err := room.History(r.Context())
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, h)
+func (a *Admin) history(w http.ResponseWriter, r *http.Request, rm *room.Room) error {
+	return writeJSON(w, rm.History())
 }
 
-func (a *Admin) removeVisitor(w http.ResponseWriter, r *http.Request, room waitingroom.AdminRoom) error {
-	if err := room.RemoveVisitor(r.Context(), r.PathValue("id")); err != nil {
+func (a *Admin) removeVisitor(w http.ResponseWriter, r *http.Request, rm *room.Room) error {
+	if err := rm.RemoveVisitor(r.Context(), r.PathValue("id")); err != nil {
 		return err
 	}
 	return writeJSON(w, map[string]bool{"removed": true})

@@ -7,12 +7,12 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 )
 
 // passes mints passes: POST /waiting_room/<name>/passes {"count": n, "ttl": "24h",
 // "uses": u}, each optional (1, 24h, 1). The room checks the bounds.
-func (a *Admin) passes(w http.ResponseWriter, r *http.Request, room waitingroom.AdminRoom) error {
+func (a *Admin) passes(w http.ResponseWriter, r *http.Request, rm *room.Room) error {
 	var req struct {
 		Count *int    `json:"count"`
 		TTL   *string `json:"ttl"`
@@ -37,7 +37,7 @@ func (a *Admin) passes(w http.ResponseWriter, r *http.Request, room waitingroom.
 		}
 		ttl = d
 	}
-	passes, expires, err := room.MintPasses(r.Context(), count, ttl, uses)
+	passes, expires, err := rm.MintPasses(r.Context(), count, ttl, uses)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func TestRevokeAndRemovalReachAnotherInstance(t *testing.T) {
 // visitorOf reads the visitor id out of a cookie the room set.
 func visitorOf(t *testing.T, tr *testRoom, cookie string) queue.VisitorID {
 	t.Helper()
-	tok, ok := tr.h.room.keys.Load().Open(cookie, tr.clock.Now())
+	tok, ok := tr.h.room.Keys().Open(cookie, tr.clock.Now())
 	if !ok {
 		t.Fatal("the room's own cookie does not open")
 	}

@@ -43,7 +43,7 @@ func TestQuietWaiterKeepsThePlace(t *testing.T) {
 		tr.queued(c)
 		tr.step()
 	}
-	if st := tr.h.room.stats.Load(); st.Waiting != 1 || st.Away != 1 {
+	if st := tr.h.room.Stats(); st.Waiting != 1 || st.Away != 1 {
 		t.Fatalf("after 80 s of b's silence the room counts %+v, want 1 waiting and 1 away", *st)
 	}
 	if v := tr.queued(c); v.Position != 1 || v.Waiting != 1 {

@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -34,7 +35,7 @@ func BenchmarkChainNewVisitor(b *testing.B) {
 
 func newBenchRoom(b *testing.B, capacity int) *testRoom {
 	tr := newTestRoom(b, capacity)
-	tr.h.clock = realClock{} // the touch throttle must see time pass as in production
+	tr.h.clock = room.SystemClock{} // the touch throttle must see time pass as in production
 	return tr
 }
 

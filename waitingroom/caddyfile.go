@@ -17,6 +17,7 @@ import (
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
@@ -141,11 +142,11 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "event":
 			err = h.parseEvent(d)
 		case "session_ttl":
-			h.SessionTTL, err = duration(d, sub, minSessionTTL)
+			h.SessionTTL, err = timing(d, sub)
 		case "session_max":
-			h.SessionMax, err = duration(d, sub, minSessionMax)
+			h.SessionMax, err = timing(d, sub)
 		case "queue_ttl":
-			h.QueueTTL, err = duration(d, sub, minQueueTTL)
+			h.QueueTTL, err = timing(d, sub)
 		case "away_ttl":
 			var away caddy.Duration
 			away, err = durationOrZero(d, sub)
@@ -189,7 +190,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "message":
 			h.Message, err = oneArg(d)
 			if err == nil {
-				if why := checkMessage(h.Message); why != nil {
+				if why := room.CheckMessage(h.Message); why != nil {
 					err = d.Err(why.Error())
 				}
 			}
@@ -240,7 +241,7 @@ func (h *Handler) parseMaxJoins(d *caddyfile.Dispenser) error {
 		if err != nil || window <= 0 {
 			return d.Errf("bad window %q: want a positive duration such as 1m", args[1])
 		}
-		if err := atLeast("join_window", window, minWindow); err != nil {
+		if err := room.AtLeast("join_window", window, room.MinWindow); err != nil {
 			return d.Err(err.Error())
 		}
 		h.PerIP.JoinWindow = caddy.Duration(window)
@@ -274,7 +275,7 @@ func parseRate(d *caddyfile.Dispenser) (*Rate, error) {
 	if err != nil || per <= 0 {
 		return nil, d.Errf("bad rate window %q: want a positive duration such as 1s or 1m", args[1])
 	}
-	if err := atLeast("rate window", per, minWindow); err != nil {
+	if err := room.AtLeast("rate window", per, room.MinWindow); err != nil {
 		return nil, d.Err(err.Error())
 	}
 	return &Rate{Count: n, Per: caddy.Duration(per)}, nil
@@ -317,7 +318,7 @@ func (h *Handler) parseEvent(d *caddyfile.Dispenser) error {
 		switch sub {
 		case "prequeue":
 			// Any pre-queue works, however short: no floor.
-			ev.Prequeue, err = duration(d, sub, 0)
+			ev.Prequeue, err = positiveDuration(d, sub)
 		case "shuffle":
 			if d.NextArg() {
 				return d.ArgErr()
@@ -421,9 +422,21 @@ func positiveInt(d *caddyfile.Dispenser, what string) (int, error) {
 	return n, nil
 }
 
-// duration reads the setting name's duration, which must be positive and at least
-// floor; the error names the setting.
-func duration(d *caddyfile.Dispenser, name string, floor time.Duration) (caddy.Duration, error) {
+// timing reads the timing name's duration, which must be positive and one the room
+// can keep (room.CheckTiming); the error names the setting.
+func timing(d *caddyfile.Dispenser, name string) (caddy.Duration, error) {
+	v, err := positiveDuration(d, name)
+	if err != nil {
+		return 0, err
+	}
+	if err := room.CheckTiming(name, time.Duration(v)); err != nil {
+		return 0, d.Err(err.Error())
+	}
+	return v, nil
+}
+
+// positiveDuration reads the setting name's duration, which must be positive.
+func positiveDuration(d *caddyfile.Dispenser, name string) (caddy.Duration, error) {
 	s, err := oneArg(d)
 	if err != nil {
 		return 0, err
@@ -431,9 +444,6 @@ func duration(d *caddyfile.Dispenser, name string, floor time.Duration) (caddy.D
 	v, err := caddy.ParseDuration(s)
 	if err != nil || v <= 0 {
 		return 0, d.Errf("%s: bad duration %q: want a positive duration such as 30s or 5m", name, s)
-	}
-	if err := atLeast(name, v, floor); err != nil {
-		return 0, d.Err(err.Error())
 	}
 	return caddy.Duration(v), nil
 }
@@ -448,6 +458,9 @@ func durationOrZero(d *caddyfile.Dispenser, name string) (caddy.Duration, error)
 	if err != nil || v < 0 {
 		return 0, d.Errf("%s: bad duration %q: want 0 or a positive duration such as 10m", name, s)
 	}
+	if err := room.CheckTiming(name, v); err != nil {
+		return 0, d.Err(err.Error())
+	}
 	return caddy.Duration(v), nil
 }
 
@@ -461,7 +474,7 @@ func where(d *caddyfile.Dispenser) string { return fmt.Sprintf("%s:%d", d.File()
 func checkSecrets(d *caddyfile.Dispenser, secrets []string) error {
 	repl := caddy.NewReplacer()
 	for i, s := range secrets {
-		if err := checkSecret(secretRole(i), s, repl.ReplaceKnown(s, "")); err != nil {
+		if err := room.CheckSecret(secretRole(i), s, repl.ReplaceKnown(s, "")); err != nil {
 			return d.Err(err.Error())
 		}
 	}

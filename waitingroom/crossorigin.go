@@ -2,8 +2,6 @@ package waitingroom
 
 import (
 	"net/http"
-
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
 )
 
 // isPreflight reports whether r is a CORS preflight: the browser asking, without
@@ -15,18 +13,4 @@ func isPreflight(r *http.Request) bool {
 	}
 	_, ok := r.Header["Access-Control-Request-Method"]
 	return ok
-}
-
-// refusedSocket answers 403 to a waiting-page WebSocket opened from another site's
-// page, and says so. It runs before the room stores anything for the request (a
-// place, a heard-from time, a cookie): the upgrade would refuse it anyway (see
-// push.CrossOrigin), and a refused request must leave no trace.
-func refusedSocket(w http.ResponseWriter, r *http.Request, v *visit) bool {
-	if !push.IsWaitingSocket(r) || !push.CrossOrigin(r) {
-		return false
-	}
-	v.decided(visitRejected)
-	w.Header().Set("Cache-Control", "no-store")
-	http.Error(w, "cross-origin WebSocket refused", http.StatusForbidden)
-	return true
 }

@@ -19,7 +19,7 @@ func NewTestClock(now time.Time) *TestClock { return &fakeClock{now: now} }
 func SetClock(h *Handler, c *TestClock) { h.clock = c }
 
 // Tick runs one round of h's room loop (overrides, lottery, admission step, counters).
-func Tick(h *Handler) { h.room.tick(context.Background()) }
+func Tick(h *Handler) { h.room.Tick(context.Background()) }
 
 // StoreOf returns the store h runs on.
 func StoreOf(h *Handler) queue.Store { return h.store }

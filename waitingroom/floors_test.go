@@ -52,7 +52,7 @@ func TestDurationFloors(t *testing.T) {
 				return
 			}
 			tr := newTestRoom(t, 1)
-			if _, err := (control{h: tr.h}).Patch(context.Background(), []byte(tc.patch)); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			if _, err := tr.h.room.Patch(context.Background(), []byte(tc.patch)); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("PATCH %s: %v, want %q", tc.patch, err, tc.wantErr)
 			}
 		})

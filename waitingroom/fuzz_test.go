@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"regexp"
 	"strconv"
 	"strings"
@@ -71,32 +72,32 @@ func FuzzRoomPatch(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	tr := newTestRoom(f, 2)
-	room := &control{h: tr.h}
+	ctl := tr.h.room
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, body []byte) {
 		if len(body) > 64<<10 {
 			return // the admin module refuses bodies past 64 KiB before Patch sees them
 		}
-		before := tr.h.policyAt(tr.clock.Now()).capacity
+		before := tr.h.room.Settings(tr.clock.Now()).Capacity
 		doc, _ := tr.h.store.Overrides(ctx)
-		info, err := room.patch(ctx, body)
+		info, err := ctl.Patch(ctx, body)
 		if err != nil {
-			var input *inputError
+			var input room.InputError
 			if !errors.As(err, &input) {
 				t.Fatalf("Patch(%q): %v is not the caller's error (the memory store cannot fail)", body, err)
 			}
 			after, _ := tr.h.store.Overrides(ctx)
-			if tr.h.policyAt(tr.clock.Now()).capacity != before || !bytes.Equal(doc, after) {
+			if tr.h.room.Settings(tr.clock.Now()).Capacity != before || !bytes.Equal(doc, after) {
 				t.Fatalf("rejected Patch(%q) changed the room: capacity %d -> %d, overrides %s -> %s",
-					body, before, tr.h.policyAt(tr.clock.Now()).capacity, doc, after)
+					body, before, tr.h.room.Settings(tr.clock.Now()).Capacity, doc, after)
 			}
 			return
 		}
 		if !json.Valid(body) {
 			t.Fatalf("Patch accepted %q, which is not JSON", body)
 		}
-		if info.Capacity != tr.h.policyAt(tr.clock.Now()).capacity || info.Capacity <= 0 {
-			t.Fatalf("Patch(%q) reports capacity %d, the room runs with %d", body, info.Capacity, tr.h.policyAt(tr.clock.Now()).capacity)
+		if info.Capacity != tr.h.room.Settings(tr.clock.Now()).Capacity || info.Capacity <= 0 {
+			t.Fatalf("Patch(%q) reports capacity %d, the room runs with %d", body, info.Capacity, tr.h.room.Settings(tr.clock.Now()).Capacity)
 		}
 	})
 }

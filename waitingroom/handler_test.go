@@ -76,12 +76,11 @@ func newTestRoomWith(t testing.TB, capacity int, configure func(*Handler)) *test
 		clock:      clk,
 	}
 	configure(h)
+	h.logger = zap.NewNop()
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	if err := h.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h.logger = zap.NewNop()
-	h.room.logger = h.logger
 	t.Cleanup(func() {
 		cancel()
 		_ = h.Cleanup()
@@ -131,7 +130,7 @@ func (tr *testRoom) queued(cookie string) page.View {
 	return v
 }
 
-func (tr *testRoom) step() { tr.h.room.tick(context.Background()) }
+func (tr *testRoom) step() { tr.h.room.Tick(context.Background()) }
 
 func TestCapacityThenQueueInArrivalOrder(t *testing.T) {
 	tr := newTestRoom(t, 3)
@@ -211,7 +210,7 @@ func TestLeaveAndSessionExpiryAdmitTheHead(t *testing.T) {
 
 	// The first visitor's session lapses; the next step admits the head.
 	tr.clock.Advance(time.Minute + time.Second)
-	tr.h.room.store.Heartbeat(context.Background(), nil, tr.clock.Now())
+	tr.h.store.Heartbeat(context.Background(), nil, tr.clock.Now())
 	tr.queued(second) // heard from: keeps the place
 	tr.queued(third)
 	tr.step()

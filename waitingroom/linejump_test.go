@@ -48,7 +48,7 @@ func (tr *testRoom) fill(n int) (admitted string, waiters []string) {
 // tokenOf reads a cookie the room issued.
 func (tr *testRoom) tokenOf(cookie string) token.Token {
 	tr.t.Helper()
-	tok, ok := tr.h.room.keys.Load().Open(cookie, tr.clock.Now())
+	tok, ok := tr.h.room.Keys().Open(cookie, tr.clock.Now())
 	if !ok {
 		tr.t.Fatalf("the room issued a cookie it cannot read: %q", cookie)
 	}
@@ -132,7 +132,7 @@ func TestCookieFromAnotherRoomNeverAdmits(t *testing.T) {
 func TestExpiredCookieNeverAdmits(t *testing.T) {
 	tr := newRoomWith(t, func(h *Handler) {})
 	admitted, waiters := tr.fill(2)
-	keys := tr.h.room.keys.Load()
+	keys := tr.h.room.Keys()
 	now := tr.clock.Now()
 	holder, head := tr.tokenOf(admitted), tr.tokenOf(waiters[0])
 
@@ -189,7 +189,7 @@ func TestVisitorIDIsNeverChosenByTheClient(t *testing.T) {
 	tr := newRoomWith(t, func(h *Handler) {})
 	tr.fill(1)
 	chosen := queue.NewVisitorID()
-	keys := tr.h.room.keys.Load()
+	keys := tr.h.room.Keys()
 	now := tr.clock.Now()
 	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		t.Fatal("a new visitor got through a full room")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"strings"
 	"testing"
 )
@@ -14,7 +15,7 @@ import (
 // nothing. Waiters see it in the JSON and on the page, escaped.
 func TestMessageToTheLine(t *testing.T) {
 	tr := newTestRoomWith(t, 1, func(h *Handler) { h.Message = "We open at 10:00" })
-	room := control{h: tr.h}
+	ctl := tr.h.room
 	ctx := context.Background()
 	tr.visit("", "application/json") // admitted
 	_, cookie := tr.visit("", "application/json")
@@ -30,9 +31,9 @@ func TestMessageToTheLine(t *testing.T) {
 		{`{"message": ` + string(mustJSON(t, hostile)) + `}`, hostile},
 		{`{"message": ""}`, ""},
 		{`{"message": null}`, "We open at 10:00"},
-		{`{"message": "` + strings.Repeat("é", maxMessageLen) + `"}`, strings.Repeat("é", maxMessageLen)},
+		{`{"message": "` + strings.Repeat("é", 500) + `"}`, strings.Repeat("é", 500)},
 	} {
-		info, err := room.patch(ctx, []byte(tc.body))
+		info, err := ctl.Patch(ctx, []byte(tc.body))
 		if err != nil {
 			t.Fatalf("PATCH %.60s: %v", tc.body, err)
 		}
@@ -44,7 +45,7 @@ func TestMessageToTheLine(t *testing.T) {
 		}
 	}
 
-	if _, err := room.patch(ctx, mustJSON(t, map[string]string{"message": hostile})); err != nil {
+	if _, err := ctl.Patch(ctx, mustJSON(t, map[string]string{"message": hostile})); err != nil {
 		t.Fatal(err)
 	}
 	w, _ := tr.visit(cookie, "text/html")
@@ -55,12 +56,12 @@ func TestMessageToTheLine(t *testing.T) {
 
 	before, _ := tr.h.store.Overrides(ctx)
 	for _, bad := range []string{
-		`{"message": "` + strings.Repeat("a", maxMessageLen+1) + `"}`,
+		`{"message": "` + strings.Repeat("a", 500+1) + `"}`,
 		`{"message": 5}`, `{"message": ["a"]}`, `{"message": {"text": "a"}}`,
 		`{"message": "bell\u0007"}`, `{"message": "ok", "capacity": 0}`,
 	} {
-		_, err := room.patch(ctx, []byte(bad))
-		var input *inputError
+		_, err := ctl.Patch(ctx, []byte(bad))
+		var input room.InputError
 		if !errors.As(err, &input) {
 			t.Fatalf("PATCH %.60s: got %v, want a 400", bad, err)
 		}
@@ -81,13 +82,13 @@ func TestCheckMessage(t *testing.T) {
 	}{
 		{"", true},
 		{"Sold out.\nNext sale on Friday.", true},
-		{strings.Repeat("가", maxMessageLen), true},
-		{strings.Repeat("가", maxMessageLen+1), false},
+		{strings.Repeat("가", 500), true},
+		{strings.Repeat("가", 500+1), false},
 		{"esc \x1b[31m", false},
 		{"\xff", false},
 	} {
-		if err := checkMessage(tc.in); (err == nil) != tc.ok {
-			t.Errorf("checkMessage(%.20q) = %v, want ok %v", tc.in, err, tc.ok)
+		if err := room.CheckMessage(tc.in); (err == nil) != tc.ok {
+			t.Errorf("room.CheckMessage(%.20q) = %v, want ok %v", tc.in, err, tc.ok)
 		}
 	}
 }

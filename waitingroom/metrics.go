@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 // The room's Prometheus collectors, created once per process and registered into each
@@ -93,4 +96,19 @@ func deleteRoomMetrics(room string) {
 		metrics.away, metrics.capacity, metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait} {
 		v.DeleteLabelValues(room)
 	}
+}
+
+// The room's counts (room.Metrics).
+
+func (m *roomMetrics) Admitted(n int)  { m.admitted.Add(float64(n)) }
+func (m *roomMetrics) Queued()         { m.queued.Inc() }
+func (m *roomMetrics) Abandoned(n int) { m.abandoned.Add(float64(n)) }
+
+func (m *roomMetrics) Waited(d time.Duration) { m.wait.Observe(d.Seconds()) }
+
+func (m *roomMetrics) Counters(st *queue.Stats, capacity int) {
+	m.active.Set(float64(st.Active))
+	m.waiting.Set(float64(st.Waiting))
+	m.away.Set(float64(st.Away))
+	m.capacity.Set(float64(capacity))
 }

@@ -12,7 +12,7 @@ import (
 func BenchmarkChainAdmittedPass(b *testing.B) {
 	tr := newBenchRoom(b, 1)
 	_, cookie, seen := tr.passVisit("http://shop.example/tickets", tr.mint(1), "")
-	if tok, ok := tr.h.room.keys.Load().Open(cookie, time.Now()); seen == nil || !ok || !tok.Pass {
+	if tok, ok := tr.h.room.Keys().Open(cookie, time.Now()); seen == nil || !ok || !tok.Pass {
 		b.Fatal("the pass holder was not admitted with the pass in the cookie")
 	}
 	next := okHandler()

@@ -36,14 +36,14 @@ func TestPassStandsForTheProof(t *testing.T) {
 func TestCopiedInvitedCookieRejoinsOnce(t *testing.T) {
 	tr := newRoomWith(t, func(h *Handler) {})
 	tr.fill(1)
-	if _, err := (control{h: tr.h}).patch(context.Background(), []byte(`{"mode":"invite_only"}`)); err != nil {
+	if _, err := tr.h.room.Patch(context.Background(), []byte(`{"mode":"invite_only"}`)); err != nil {
 		t.Fatal(err)
 	}
 	w, cookie, _ := tr.passVisit("http://shop.example/", tr.mint(1), "")
 	if v := viewOf(t, w); v.Status != "queued" {
 		t.Fatalf("the pass holder: %+v, want queued", v)
 	}
-	tok, ok := tr.h.room.keys.Load().Open(cookie, time.Now())
+	tok, ok := tr.h.room.Keys().Open(cookie, time.Now())
 	if !ok || !tok.Pass {
 		t.Fatalf("the pass holder's cookie does not hold the pass: %+v %v", tok, ok)
 	}

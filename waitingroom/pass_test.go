@@ -49,7 +49,7 @@ func (tr *testRoom) passVisit(target, header, cookie string) (*httptest.Response
 
 func (tr *testRoom) mint(uses int) string {
 	tr.t.Helper()
-	passes, _, err := (control{h: tr.h}).MintPasses(context.Background(), 1, time.Hour, uses)
+	passes, _, err := tr.h.room.MintPasses(context.Background(), 1, time.Hour, uses)
 	if err != nil {
 		tr.t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestPassSkipsTheLine(t *testing.T) {
 		t.Fatalf("the same pass of 1 use again: %+v, want queued at the back (5) with pass invalid", v)
 	}
 	// The slot frees: the pass holder goes in first, and the upstream sees no pass.
-	if err := (control{h: tr.h}).removeVisitor(context.Background(), tr.tokenOf(admitted).ID); err != nil {
+	if err := tr.h.room.RemoveVisitor(context.Background(), tr.tokenOf(admitted).ID.String()); err != nil {
 		t.Fatal(err)
 	}
 	tr.clock.Advance(7 * time.Second)
@@ -111,7 +111,7 @@ func TestInvalidPassesAreOrdinaryVisitors(t *testing.T) {
 	forged := []byte(good)
 	forged[30] ^= 2
 	other := token.NewKeyring(tr.h.Name+"x", [][]byte{[]byte("whatever")}).MintPass(token.NewPass(now.Add(time.Hour), 5))
-	expired := tr.h.room.keys.Load().MintPass(token.NewPass(now.Add(-time.Second), 5))
+	expired := tr.h.room.Keys().MintPass(token.NewPass(now.Add(-time.Second), 5))
 	for i, c := range []struct{ what, pass string }{
 		{"forged", string(forged)},
 		{"of another room", other},
@@ -132,7 +132,7 @@ func TestInvalidPassesAreOrdinaryVisitors(t *testing.T) {
 func TestInviteOnly(t *testing.T) {
 	tr := newRoomWith(t, func(h *Handler) {})
 	_, waiters := tr.fill(1)
-	if _, err := (control{h: tr.h}).patch(context.Background(), []byte(`{"mode":"invite_only"}`)); err != nil {
+	if _, err := tr.h.room.Patch(context.Background(), []byte(`{"mode":"invite_only"}`)); err != nil {
 		t.Fatal(err)
 	}
 	w, _, _ := tr.passVisit("http://shop.example/", "", "")

@@ -3,11 +3,9 @@ package waitingroom
 import (
 	"context"
 	"errors"
-	"net/http"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"strings"
 	"testing"
-
-	"github.com/caddyserver/caddy/v2"
 )
 
 // maxPatchError bounds what a refused PATCH answers: the reason, the field and a clip
@@ -18,7 +16,7 @@ const maxPatchError = 600
 // a clip of the value, whichever field it is and however it is bad.
 func TestPatchErrorsClipTheValue(t *testing.T) {
 	tr := newTestRoom(t, 1)
-	room := control{h: tr.h}
+	ctl := tr.h.room
 	huge := strings.Repeat("x", 64<<10)
 	zeros := strings.Repeat("0", 64<<10)
 	for _, tc := range []struct {
@@ -38,10 +36,10 @@ func TestPatchErrorsClipTheValue(t *testing.T) {
 		{"unknown field", `{"` + huge + `":1}`, "unknown field"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := room.Patch(context.Background(), []byte(tc.body))
-			var api caddy.APIError
-			if !errors.As(err, &api) || api.HTTPStatus != http.StatusBadRequest {
-				t.Fatalf("PATCH answered %v, want a 400", err)
+			_, err := ctl.Patch(context.Background(), []byte(tc.body))
+			var input room.InputError // the admin API answers it 400
+			if !errors.As(err, &input) {
+				t.Fatalf("PATCH answered %v, want the caller's error", err)
 			}
 			msg := err.Error()
 			if len(msg) > maxPatchError {
@@ -58,12 +56,12 @@ func TestPatchErrorsClipTheValue(t *testing.T) {
 // in alphabetical order), not whichever a map's iteration met first.
 func TestPatchErrorIsTheSameEveryTime(t *testing.T) {
 	tr := newTestRoom(t, 1)
-	room := control{h: tr.h}
+	ctl := tr.h.room
 	body := []byte(`{"session_ttl":"soon","mode":"FIFO","rate":7,"queue_ttl":"-1s","proof_of_work":99,
 		"capacity":0,"message":5,"away_ttl":"x","session_max":"y","colour":"red"}`)
 	first := ""
 	for i := range 200 {
-		_, err := room.Patch(context.Background(), body)
+		_, err := ctl.Patch(context.Background(), body)
 		if err == nil {
 			t.Fatal("a PATCH of bad fields was accepted")
 		}

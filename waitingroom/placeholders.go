@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 )
 
 // The room's placeholders, for the routes behind it (reverse_proxy's header_up,
@@ -26,17 +27,19 @@ const (
 // visit is what the room decided about one request. Its placeholders are given to the
 // request's replacer as one provider, read when a placeholder is asked for: an
 // admitted request that no route asks about pays for this struct and the provider,
-// never for formatting an id.
+// never for formatting an id. It holds the request's decision and, when admitted, the
+// watcher of the upstream's answer, so a request allocates one object for all three.
 type visit struct {
 	room     string
 	status   string
 	id       queue.VisitorID
 	hasID    bool
-	waited   time.Duration // how long the visitor waited in line; waitedKnown says if set
+	waited   time.Duration // how long the visitor waited in line; known says if set
 	known    bool
 	position int
 
-	watcher revokeWatcher // an admitted request's (passAdmitted)
+	decision room.Decision
+	watcher  revokeWatcher // an admitted request's (passAdmitted)
 }
 
 // visitOf returns the request's visit, registered with its replacer; nil (which every
@@ -51,30 +54,25 @@ func (h *Handler) visitOf(r *http.Request) *visit {
 	return v
 }
 
-// admitted records an admitted visitor; waited is how long they waited in line, or
-// negative when this request does not say (a later request of their session).
-func (v *visit) admitted(id queue.VisitorID, waited time.Duration) {
+// decided records the room's decision d for the placeholders.
+func (v *visit) decided(d *room.Decision) {
 	if v == nil {
 		return
 	}
-	v.status, v.id, v.hasID = visitAdmitted, id, true
-	v.waited, v.known = max(waited, 0), waited >= 0
-}
-
-// queued records a waiter at position.
-func (v *visit) queued(id queue.VisitorID, position int) {
-	if v == nil {
-		return
+	switch d.Outcome {
+	case room.Through:
+	case room.Admitted:
+		v.status, v.id, v.hasID = visitAdmitted, d.Visitor, true
+		v.waited, v.known = max(d.Waited, 0), d.Waited >= 0
+	case room.Queued:
+		v.status, v.id, v.hasID, v.position = visitQueued, d.Visitor, true, d.Status.Position
+	case room.Challenged:
+		v.status = visitChallenge
+	case room.Rejected, room.TooMany:
+		v.status = visitRejected
+	case room.Degraded:
+		v.status = visitUnavailable
 	}
-	v.status, v.id, v.hasID, v.position = visitQueued, id, true, position
-}
-
-// decided records an answer without a visitor: rejected or unavailable.
-func (v *visit) decided(status string) {
-	if v == nil {
-		return
-	}
-	v.status = status
 }
 
 func (v *visit) placeholder(key string) (any, bool) {

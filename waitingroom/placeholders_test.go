@@ -76,7 +76,7 @@ func TestPlaceholders(t *testing.T) {
 	}
 	tr.clock.Advance(42 * time.Second)
 	tr.queued(cookie) // keeps the place
-	if err := (control{h: tr.h}).removeVisitor(context.Background(), mustID(t, first["visitor"])); err != nil {
+	if err := tr.h.room.RemoveVisitor(context.Background(), mustID(t, first["visitor"]).String()); err != nil {
 		t.Fatal(err)
 	}
 	tr.step()

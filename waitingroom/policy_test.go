@@ -3,6 +3,7 @@ package waitingroom
 import (
 	"context"
 	"encoding/json"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -31,9 +32,9 @@ func testGauge(t *testing.T, g prometheus.Gauge) float64 {
 	return m.GetGauge().GetValue()
 }
 
-func (tr *testRoom) patch(body string) roomInfo {
+func (tr *testRoom) patch(body string) room.Info {
 	tr.t.Helper()
-	info, err := (&control{h: tr.h}).patch(context.Background(), []byte(body))
+	info, err := tr.h.room.Patch(context.Background(), []byte(body))
 	if err != nil {
 		tr.t.Fatalf("PATCH %s: %v", body, err)
 	}
@@ -99,12 +100,12 @@ func TestModes(t *testing.T) {
 			if st := tr.stats(); st.Active != tc.active || st.Waiting != tc.waiting {
 				t.Fatalf("store has %d active, %d waiting; want %d, %d", st.Active, st.Waiting, tc.active, tc.waiting)
 			}
-			info, err := (&control{h: tr.h}).info(context.Background())
+			info, err := tr.h.room.Info(context.Background())
 			if err != nil || info.Mode != tc.mode || info.Configured.Mode != queue.ModeFIFO {
 				t.Fatalf("Info: mode %q (configured %q), %v", info.Mode, info.Configured.Mode, err)
 			}
 			// The metrics keep following the store in every mode.
-			if got := testGauge(t, tr.h.room.metrics.active); got != float64(tc.active) {
+			if got := testGauge(t, tr.h.metrics.active); got != float64(tc.active) {
 				t.Fatalf("active gauge %v, want %d", got, tc.active)
 			}
 			// Restoring the configured mode with null.
@@ -153,7 +154,7 @@ func TestRandomModePageSaysSo(t *testing.T) {
 
 func TestPatchRateAndModeValidation(t *testing.T) {
 	tr := newTestRoom(t, 5)
-	room := &control{h: tr.h}
+	ctl := tr.h.room
 	info := tr.patch(`{"rate":{"count":10,"per":"1s"},"mode":"queue_all"}`)
 	if info.Rate == nil || info.Rate.Count != 10 || time.Duration(info.Rate.Per) != time.Second || info.Mode != queue.ModeQueueAll {
 		t.Fatalf("after PATCH: rate %+v mode %q", info.Rate, info.Mode)
@@ -161,7 +162,7 @@ func TestPatchRateAndModeValidation(t *testing.T) {
 	if info := tr.patch(`{"rate":"off"}`); info.Rate != nil {
 		t.Fatalf(`rate "off" left %+v`, info.Rate)
 	}
-	if info := tr.patch(`{"rate":null,"mode":null}`); info.Rate != nil || info.Mode != queue.ModeFIFO || info.Overrides != (overrides{}) {
+	if info := tr.patch(`{"rate":null,"mode":null}`); info.Rate != nil || info.Mode != queue.ModeFIFO || info.Overrides != (room.Overrides{}) {
 		t.Fatalf("after restoring: %+v", info)
 	}
 	for body, want := range map[string]string{
@@ -173,15 +174,15 @@ func TestPatchRateAndModeValidation(t *testing.T) {
 		`{"rate":"fast"}`:                       "rate must be",
 		`{"colour":"red"}`:                      "the fields are: capacity, rate, mode",
 	} {
-		var input *inputError
-		if _, err := room.patch(context.Background(), []byte(body)); err == nil || !strings.Contains(err.Error(), want) || !asInput(err, &input) {
+		var input room.InputError
+		if _, err := ctl.Patch(context.Background(), []byte(body)); err == nil || !strings.Contains(err.Error(), want) || !asInput(err, &input) {
 			t.Errorf("PATCH %s: %v, want an input error with %q", body, err, want)
 		}
 	}
 }
 
-func asInput(err error, target **inputError) bool {
-	e, ok := err.(*inputError)
+func asInput(err error, target *room.InputError) bool {
+	e, ok := err.(room.InputError)
 	*target = e
 	return ok
 }
@@ -210,7 +211,7 @@ func TestRateBoundETAFollowsTheRate(t *testing.T) {
 	if st := tr.stats(); st.AdmittedTotal != 6+6*5 {
 		t.Fatalf("%d admitted in 5 minutes at 6/min (+6 at once), want 36", st.AdmittedTotal)
 	}
-	rate, known := tr.h.room.est.Rate()
+	rate, known := tr.h.room.Throughput()
 	if !known || rate < 0.09 || rate > 0.11 {
 		t.Fatalf("measured throughput %.3f/s (known %v), want the rate's 0.1/s", rate, known)
 	}
@@ -270,7 +271,7 @@ func TestTemplateErrors(t *testing.T) {
 
 func TestPreview(t *testing.T) {
 	tr := newTestRoom(t, 4)
-	room := &control{h: tr.h}
+	ctl := tr.h.room
 	for _, tc := range []struct {
 		state, lang, want string
 	}{
@@ -280,7 +281,7 @@ func TestPreview(t *testing.T) {
 		{"rejected", "en", "Sold out for now"},
 		{"unavailable", "ko", "대기실을 일시적으로 이용할 수 없습니다"},
 	} {
-		body, header, err := room.Preview(tc.state, 37, tc.lang)
+		body, header, err := ctl.Preview(tc.state, 37, tc.lang)
 		if err != nil || !strings.Contains(string(body), tc.want) || !strings.Contains(header.Get("Content-Security-Policy"), "'nonce-") {
 			t.Fatalf("preview %s/%s: %v, page lacks %q or its policy a nonce (%v):\n%s", tc.state, tc.lang, err, tc.want, header, body)
 		}
@@ -288,10 +289,10 @@ func TestPreview(t *testing.T) {
 			t.Fatalf("queued preview does not show position 37")
 		}
 	}
-	if _, _, err := room.Preview("admitted", 1, ""); err == nil {
+	if _, _, err := ctl.Preview("admitted", 1, ""); err == nil {
 		t.Fatal("an unknown preview state was accepted")
 	}
-	if _, _, err := room.Preview("queued", 0, ""); err == nil {
+	if _, _, err := ctl.Preview("queued", 0, ""); err == nil {
 		t.Fatal("position 0 was accepted")
 	}
 }

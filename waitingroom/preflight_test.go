@@ -32,12 +32,12 @@ type roomCounts struct {
 
 func (tr *testRoom) counts() roomCounts {
 	tr.t.Helper()
-	st, err := tr.h.room.store.Stats(context.Background())
+	st, err := tr.h.store.Stats(context.Background())
 	if err != nil {
 		tr.t.Fatal(err)
 	}
 	t := tr.t.(*testing.T)
-	return roomCounts{st, testCounter(t, tr.h.room.metrics.admitted), testCounter(t, tr.h.room.metrics.queued)}
+	return roomCounts{st, testCounter(t, tr.h.metrics.admitted), testCounter(t, tr.h.metrics.queued)}
 }
 
 // A CORS preflight (OPTIONS with Access-Control-Request-Method) is the browser asking

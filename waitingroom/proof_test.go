@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -230,27 +231,27 @@ func TestProofInTheAddressIsStripped(t *testing.T) {
 
 func TestProofOfWorkIsLiveSettable(t *testing.T) {
 	tr := newTestRoom(t, 5)
-	room := control{h: tr.h}
+	ctl := tr.h.room
 	ctx := context.Background()
 	if a := tr.proofVisit(proofVisit{target: "/", accept: "application/json"}); a.upstream == nil {
 		t.Fatalf("proof_of_work off, yet %s", a.w.Body)
 	}
 	for _, bad := range []string{`{"proof_of_work": 33}`, `{"proof_of_work": -1}`, `{"proof_of_work": "16"}`, `{"proof_of_work": 1.5}`} {
-		_, err := room.Patch(ctx, []byte(bad))
-		var apiErr caddy.APIError
-		if !errors.As(err, &apiErr) || apiErr.HTTPStatus != http.StatusBadRequest || !strings.Contains(err.Error(), "proof_of_work") {
-			t.Fatalf("PATCH %s: %v, want 400 naming proof_of_work", bad, err)
+		_, err := ctl.Patch(ctx, []byte(bad))
+		var input room.InputError // the admin API answers it 400
+		if !errors.As(err, &input) || !strings.Contains(err.Error(), "proof_of_work") {
+			t.Fatalf("PATCH %s: %v, want the caller's error naming proof_of_work", bad, err)
 		}
 	}
-	info, err := room.Patch(ctx, []byte(`{"proof_of_work": 6}`))
-	if err != nil || info.(roomInfo).ProofOfWork != 6 {
+	info, err := ctl.Patch(ctx, []byte(`{"proof_of_work": 6}`))
+	if err != nil || info.ProofOfWork != 6 {
 		t.Fatalf("PATCH 6: %+v, %v", info, err)
 	}
 	if c, bits := tr.challengeOf(); bits != 6 || c == "" {
 		t.Fatalf("after PATCH the challenge is of %d bits", bits)
 	}
-	info, err = room.Patch(ctx, []byte(`{"proof_of_work": null}`))
-	if err != nil || info.(roomInfo).ProofOfWork != 0 {
+	info, err = ctl.Patch(ctx, []byte(`{"proof_of_work": null}`))
+	if err != nil || info.ProofOfWork != 0 {
 		t.Fatalf("PATCH null: %+v, %v", info, err)
 	}
 	if a := tr.proofVisit(proofVisit{target: "/", accept: "application/json"}); a.upstream == nil {

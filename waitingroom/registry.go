@@ -2,9 +2,14 @@ package waitingroom
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 )
 
 // registry holds the running rooms of this process by name, for the admin API, which
@@ -35,32 +40,54 @@ func unregister(h *Handler) {
 }
 
 // LookupRoom returns the running room of that name, for the admin API.
-func LookupRoom(name string) (AdminRoom, bool) {
+func LookupRoom(name string) (*room.Room, bool) {
 	registry.Lock()
 	defer registry.Unlock()
 	hs := registry.rooms[name]
 	if len(hs) == 0 {
 		return nil, false
 	}
-	return control{h: hs[len(hs)-1]}, true
+	return hs[len(hs)-1].room, true
 }
 
 // Rooms returns every running room, sorted by name, for the admin API.
-func Rooms() []AdminRoom {
+func Rooms() []*room.Room {
 	registry.Lock()
 	defer registry.Unlock()
-	names := make([]string, 0, len(registry.rooms))
-	for name := range registry.rooms {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	rooms := make([]AdminRoom, 0, len(names))
+	names := slices.Sorted(maps.Keys(registry.rooms))
+	rooms := make([]*room.Room, 0, len(names))
 	for _, name := range names {
 		hs := registry.rooms[name]
-		rooms = append(rooms, control{h: hs[len(hs)-1]})
+		rooms = append(rooms, hs[len(hs)-1].room)
 	}
 	return rooms
 }
+
+// siblings are the running rooms of name in this process: a change made through one
+// applies to all of them at once.
+func siblings(name string) []*room.Room {
+	registry.Lock()
+	defer registry.Unlock()
+	hs := registry.rooms[name]
+	rooms := make([]*room.Room, 0, len(hs))
+	for _, h := range hs {
+		if h.room != nil {
+			rooms = append(rooms, h.room)
+		}
+	}
+	return rooms
+}
+
+// histories keeps each room's history across config reloads, as the memory store keeps
+// its line: a reload on sale day must not blank the console's last hour.
+var histories = caddy.NewUsagePool()
+
+func loadHistory(name string) *room.History {
+	v, _, _ := histories.LoadOrNew(name, func() (caddy.Destructor, error) { return room.NewHistory(), nil })
+	return v.(*room.History)
+}
+
+func releaseHistory(name string) { _, _ = histories.Delete(name) }
 
 // checkCookieName refuses h if another room of its config sends a cookie of the same
 // name: a browser keeps one cookie per name (and host; ports do not count, and a

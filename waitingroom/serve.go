@@ -7,179 +7,85 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"go.uber.org/zap"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 )
 
-// ServeHTTP lets admitted visitors through and queues the rest.
+// ServeHTTP turns the request into the facts the room decides on, and the room's
+// decision into the response.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	rm := h.room
-	now := h.clock.Now()
-	p := h.policyAt(now)
 	v := h.visitOf(r) // the placeholders (placeholders.go)
 	// A pass or a proof never goes upstream, whoever sends it (pass.go, proof.go).
-	passText, proof := takePass(r), takeProof(r)
-	if p.mode == queue.ModeSuspended || isPreflight(r) {
+	proof := takeProof(r)
+	facts := room.Visit{
+		Now:            h.clock.Now(),
+		Cookie:         h.Cookie.Value(r),
+		Pass:           takePass(r),
+		Proof:          proof.text,
+		ProofInAddress: proof.inQuery,
+		Socket:         push.IsWaitingSocket(r),
+		Preflight:      isPreflight(r),
+	}
+	if facts.Socket {
+		facts.CrossSite = push.CrossOrigin(r)
+	}
+	if h.PerIP != nil {
+		facts.Addr = clientAddr(r)
+	}
+	facts.Page = proof.inQuery && wantsPage(r)
+	var d *room.Decision
+	if v != nil {
+		d = &v.decision
+	} else {
+		d = new(room.Decision)
+	}
+	h.room.Decide(r.Context(), &facts, d)
+	v.decided(d)
+	if d.Cookie != nil {
+		h.Cookie.Set(w, r, d.Cookie, d.CookieExpires)
+	}
+	switch d.Outcome {
+	case room.Through:
 		return next.ServeHTTP(w, r) // the room is off, or no visitor asks: no cookie, nothing counted
-	}
-	keys := rm.keys.Load()
-	if keys == nil {
-		// No secret yet: the store has been down since start. Nobody can be verified.
-		v.decided(visitUnavailable)
-		return h.degraded(w, r, next)
-	}
-
-	var invitedBy token.Token // the cookie, when it holds a pass (see rejoinInvited)
-	reason := ""              // why a known visitor is new again (sessionmax.go)
-	if tok, ok := keys.Open(h.Cookie.Value(r), now); ok {
-		if tok.Pass {
-			invitedBy = tok
-		}
-		switch tok.State {
-		case queue.Admitted:
-			if sessionOver(p, tok.Since, now) {
-				h.endSession(r, tok.ID)
-				reason = reasonSessionMax
-				break
-			}
-			if rm.touchedRecently(tok.ID, now) {
-				v.admitted(tok.ID, tok.Waited)
-				return h.passAdmitted(w, r, next, v, tok.ID, false)
-			}
-			active, err := rm.store.Touch(r.Context(), tok.ID, now)
-			if err != nil {
-				// The cookie is verified: an admitted visitor keeps passing in an outage,
-				// and asks a hung store again only after TouchEvery, not on every request.
-				rm.storeError("touch", err)
-				rm.markTouched(tok.ID, now)
-				v.admitted(tok.ID, tok.Waited)
-				return h.passAdmitted(w, r, next, v, tok.ID, false)
-			}
-			if active {
-				h.admit(w, r, keys, tok, now)
-				v.admitted(tok.ID, tok.Waited)
-				return h.passAdmitted(w, r, next, v, tok.ID, true)
-			}
-			// Session lapsed, revoked or removed: a new visitor, at the back.
-			if h.sessionMaxLapsed(p, tok.Since, now) {
-				reason = reasonSessionMax
-			}
-		case queue.Queued:
-			if refusedSocket(w, r, v) {
-				return nil
-			}
-			st, err := rm.store.Status(r.Context(), tok.ID, now)
-			if err != nil {
-				v.decided(visitUnavailable)
-				return h.degraded(w, r, next)
-			}
-			if (st.State == queue.Admitted || st.State == queue.Queued) && h.invitedOut(r, tok, p) {
-				v.decided(visitRejected)
-				return h.serveRejected(w, r, p)
-			}
-			switch st.State {
-			case queue.Admitted:
-				if !rm.touchedRecently(tok.ID, now) {
-					rm.metrics.wait.Observe(now.Sub(tok.Since).Seconds())
-					rm.history.wait(now, now.Sub(tok.Since))
-				}
-				tok.Waited, tok.Since = now.Sub(tok.Since), now
-				h.admit(w, r, keys, tok, now)
-				v.admitted(tok.ID, tok.Waited)
-				if push.IsWaitingSocket(r) {
-					return rm.hub.ServeAdmitted(w, r)
-				}
-				return h.passAdmitted(w, r, next, v, tok.ID, true)
-			case queue.Queued:
-				h.holdPlace(w, r, keys, tok.ID, tok.Since, now, tok.Pass)
-				v.queued(tok.ID, st.Position)
-				return h.serveQueued(w, r, tok.ID, st, p)
-			}
-			// The place was lost (queue_ttl): a new visitor, at the back.
-		}
-	}
-
-	if refusedSocket(w, r, v) {
-		return nil
-	}
-	invited := h.rejoinInvited(r, invitedBy) // pass.go
-	passed := !invited && h.difficulty() > 0 && passOpens(keys, passText, now)
-	// The per-address cap is the cheap refusal, so it comes before the proof's
-	// once-only check: a proof answered 429 is not spent. A visitor then challenged
-	// has not joined, so its join is given back (perip.go).
-	counted := ""
-	if cap := h.PerIP; cap != nil && cap.MaxJoins > 0 {
-		addr := clientAddr(r)
-		if !rm.ips.allowJoin(addr, now, cap.MaxJoins, time.Duration(cap.JoinWindow)) {
-			v.decided(visitRejected)
-			return tooMany(w, time.Duration(cap.JoinWindow))
-		}
-		counted = addr
-	}
-	done, clean, err := h.challenge(w, r, keys, now, v, next, proof, invited || passed) // proof.go
-	if done {
-		rm.ips.giveBack(counted, now)
-		return err
-	}
-	id := queue.NewVisitorID()
-	rm.drawLots(r.Context(), p) // an event's lottery comes before its first new arrival
-	st, check, err := h.joinNew(r, keys, id, passText, invited, passed, now, p)
-	if err != nil {
-		rm.storeError("join", err)
-		v.decided(visitUnavailable)
-		return h.degraded(w, r, next)
-	}
-	if check == passSpent {
-		rm.ips.giveBack(counted, now)
-		v.decided(visitChallenge)
-		return h.serveChallenge(w, r, keys, h.difficulty(), now)
-	}
-	if st.State == queue.Rejected {
-		if c := h.logger.Check(zap.DebugLevel, "visitor turned away"); c != nil {
-			c.Write(zap.String("room", h.Name), zap.String("mode", p.mode))
-		}
-		v.decided(visitRejected)
-		return h.serveRejectedPass(w, r, p, check)
-	}
-	if st.State == queue.Admitted {
-		rm.metrics.admitted.Inc()
-		h.admit(w, r, keys, token.Token{ID: id, Since: now, Pass: invited || check == passValid}, now)
-		v.admitted(id, 0)
-		if clean {
+	case room.Admitted:
+		switch {
+		case d.Clean:
 			return h.seeClean(w, r)
+		case d.TellSocket:
+			return h.room.TellAdmitted(w, r)
 		}
-		return h.passAdmitted(w, r, next, v, id, true)
+		return h.passAdmitted(w, r, next, v, d.Visitor, d.Cookie != nil)
+	case room.Queued:
+		switch {
+		case d.Clean:
+			return h.seeClean(w, r)
+		case facts.Socket:
+			refused, err := h.room.ServeSocket(w, r, d, facts.Addr)
+			if refused {
+				return tooMany(w, time.Duration(d.Settings.RefreshSeconds())*time.Second)
+			}
+			return err
+		}
+		return h.respond(w, r, h.StatusCode, d.View, d.Settings)
+	case room.Challenged:
+		return h.serveChallenge(w, r, d.Challenge, d.Difficulty)
+	case room.Rejected:
+		if d.CrossSite {
+			w.Header().Set("Cache-Control", "no-store")
+			http.Error(w, "cross-origin WebSocket refused", http.StatusForbidden)
+			return nil
+		}
+		return h.respond(w, r, h.RejectStatusCode, d.View, d.Settings)
+	case room.TooMany:
+		return tooMany(w, d.RetryAfter)
 	}
-	rm.metrics.queued.Inc()
-	if c := h.logger.Check(zap.DebugLevel, "visitor queued"); c != nil {
-		c.Write(zap.String("room", h.Name), zap.Stringer("visitor", id), zap.Int("position", st.Position))
+	// Degraded: the store could not decide.
+	if h.Fail == failOpen {
+		return next.ServeHTTP(w, r)
 	}
-	h.holdPlace(w, r, keys, id, now, now, invited || check == passValid)
-	v.queued(id, st.Position)
-	if clean {
-		return h.seeClean(w, r)
-	}
-	return h.serveJoined(w, r, id, st, p, check, reason)
-}
-
-// admit gives tok's visitor a fresh admitted cookie (admitted at tok.Since, having
-// waited tok.Waited, with or without a pass) and records that its session was just
-// confirmed with the store.
-func (h *Handler) admit(w http.ResponseWriter, r *http.Request, keys *token.Keyring, tok token.Token, now time.Time) {
-	tok.State, tok.Expires = queue.Admitted, now.Add(h.sessionTTL())
-	var sealed [token.Text]byte
-	h.Cookie.Set(w, r, keys.AppendSealed(sealed[:0], tok), tok.Expires)
-	h.room.markTouched(tok.ID, now)
-}
-
-// queue gives waiter id (queued since, with a pass or not) a fresh queued cookie.
-func (h *Handler) holdPlace(w http.ResponseWriter, r *http.Request, keys *token.Keyring, id queue.VisitorID, since, now time.Time, pass bool) {
-	expires := now.Add(token.QueuedLife)
-	var sealed [token.Text]byte
-	h.Cookie.Set(w, r, keys.AppendSealed(sealed[:0], token.Token{State: queue.Queued, ID: id, Since: since, Expires: expires, Pass: pass, Waited: -1}), expires)
+	return h.respond(w, r, http.StatusServiceUnavailable, d.View, d.Settings)
 }
 
 // passAdmitted hands the request on, watching the response for the upstream's revoke
@@ -202,14 +108,6 @@ func (h *Handler) passAdmitted(w http.ResponseWriter, r *http.Request, next cadd
 		rw.keepCookie()
 	}
 	return err
-}
-
-// degraded serves a request the store could not decide on, as Fail says.
-func (h *Handler) degraded(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if h.Fail == failOpen {
-		return next.ServeHTTP(w, r)
-	}
-	return h.serveUnavailable(w, r)
 }
 
 // commandHeader is the response header an upstream sets to steer the room.
@@ -282,14 +180,4 @@ func (rw *revokeWatcher) ReadFrom(src io.Reader) (int64, error) {
 }
 
 // revoke frees id's slot now and admits the next waiter.
-func (h *Handler) revoke(r *http.Request, id queue.VisitorID) {
-	h.room.forgetTouched(id)
-	if _, err := h.room.store.Leave(r.Context(), id); err != nil {
-		h.room.storeError("revoke", err)
-		return
-	}
-	h.room.kick()
-	if c := h.logger.Check(zap.DebugLevel, "session revoked by upstream"); c != nil {
-		c.Write(zap.String("room", h.Name), zap.Stringer("visitor", id))
-	}
-}
+func (h *Handler) revoke(r *http.Request, id queue.VisitorID) { h.room.Revoke(r.Context(), id) }

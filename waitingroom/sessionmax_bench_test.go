@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"net/http"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ import (
 // them in one run).
 func BenchmarkChainAdmittedSessionMax(b *testing.B) {
 	tr := newTestRoomWith(b, 1, func(h *Handler) { h.SessionMax = caddy.Duration(time.Hour) })
-	tr.h.clock = realClock{}
+	tr.h.clock = room.SystemClock{}
 	_, cookie := tr.visit("", "")
 	next := okHandler()
 	benchRequests(b, func(w http.ResponseWriter, r *http.Request) { _ = tr.h.ServeHTTP(w, r, next) }, tr.h.Cookie.Name+"="+cookie)

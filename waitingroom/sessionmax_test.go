@@ -3,6 +3,7 @@ package waitingroom
 import (
 	"context"
 	"encoding/json"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -56,8 +57,8 @@ func TestSessionMaxRequeuesAtTheBack(t *testing.T) {
 	// Behind the waiter: at 2, or at 1 when the room's loop, kicked by the freed slot,
 	// has admitted the waiter before this visitor's join (the next checks hold the
 	// waiter to that slot either way).
-	if v.Reason != reasonSessionMax || v.Position < 1 || v.Position > 2 {
-		t.Fatalf("past session_max: reason %q position %d, want %q at position 2 (behind the waiter) or 1", v.Reason, v.Position, reasonSessionMax)
+	if v.Reason != room.ReasonSessionMax || v.Position < 1 || v.Position > 2 {
+		t.Fatalf("past session_max: reason %q position %d, want %q at position 2 (behind the waiter) or 1", v.Reason, v.Position, room.ReasonSessionMax)
 	}
 	if tr.tokenOf(requeued).ID == tr.tokenOf(shopper).ID {
 		t.Fatal("the requeued visitor kept the old visitor id")
@@ -122,23 +123,23 @@ func TestPatchSessionSettings(t *testing.T) {
 	_, shopper, _ := tr.jsonView("")
 	info := tr.patch(`{"session_max":"90s","session_ttl":"3m","queue_ttl":"15s","away_ttl":"5m"}`)
 	if info.SessionMax != "1m30s" || info.SessionTTL != "3m0s" || info.QueueTTL != "15s" || info.AwayTTL != "5m0s" {
-		t.Fatalf("room object after PATCH: %+v", info.sessionInfo)
+		t.Fatalf("room object after PATCH: %+v", info.Timings)
 	}
 	if info.Configured.SessionMax != "" || info.Configured.SessionTTL != "1m0s" {
 		t.Fatalf("configured settings changed by a PATCH: %+v", info.Configured)
 	}
-	lim := tr.h.limitsFor(tr.h.policyAt(tr.clock.Now()))
+	lim := tr.h.room.Settings(tr.clock.Now()).Limits()
 	if lim.SessionMax != 90*time.Second || lim.SessionTTL != 3*time.Minute || lim.QueueTTL != 15*time.Second || lim.AwayTTL != 5*time.Minute {
 		t.Fatalf("store limits after PATCH: %+v", lim)
 	}
-	if got := time.Duration(tr.h.room.hub.HeartbeatEvery()); got != 5*time.Second {
+	if got := time.Duration(tr.h.room.HeartbeatEvery()); got != 5*time.Second {
 		t.Fatalf("hub heartbeat %v after queue_ttl 15s, want 5s", got)
 	}
 	tr.clock.Advance(91 * time.Second)
 	if _, _, in := tr.jsonView(shopper); in {
 		t.Fatal("a PATCHed session_max did not end a session admitted before it was set")
 	}
-	room := &control{h: tr.h}
+	ctl := tr.h.room
 	for body, want := range map[string]string{
 		`{"session_max":"0s"}`:                "session_max must be greater than 0",
 		`{"session_max":"-1m"}`:               "session_max must be greater than 0",
@@ -151,8 +152,8 @@ func TestPatchSessionSettings(t *testing.T) {
 		`{"session_max":"1m","colour":"red"}`: "session_ttl, queue_ttl, away_ttl, session_max",
 	} {
 		before, _ := tr.h.store.Overrides(context.Background())
-		var input *inputError
-		if _, err := room.patch(context.Background(), []byte(body)); err == nil || !strings.Contains(err.Error(), want) || !asInput(err, &input) {
+		var input room.InputError
+		if _, err := ctl.Patch(context.Background(), []byte(body)); err == nil || !strings.Contains(err.Error(), want) || !asInput(err, &input) {
 			t.Errorf("PATCH %s: %v, want an input error with %q", body, err, want)
 		}
 		if after, _ := tr.h.store.Overrides(context.Background()); string(after) != string(before) {
@@ -163,10 +164,10 @@ func TestPatchSessionSettings(t *testing.T) {
 		t.Fatalf("away_ttl 0: %q", info.AwayTTL)
 	}
 	info = tr.patch(`{"session_max":null,"session_ttl":null,"queue_ttl":null,"away_ttl":null}`)
-	if info.SessionMax != "" || info.SessionTTL != "1m0s" || info.QueueTTL != "30s" || info.Overrides != (overrides{}) {
-		t.Fatalf("after restoring: %+v, overrides %+v", info.sessionInfo, info.Overrides)
+	if info.SessionMax != "" || info.SessionTTL != "1m0s" || info.QueueTTL != "30s" || info.Overrides != (room.Overrides{}) {
+		t.Fatalf("after restoring: %+v, overrides %+v", info.Timings, info.Overrides)
 	}
-	if got := time.Duration(tr.h.room.hub.HeartbeatEvery()); got != 10*time.Second {
+	if got := time.Duration(tr.h.room.HeartbeatEvery()); got != 10*time.Second {
 		t.Fatalf("hub heartbeat %v after queue_ttl restored to 30s, want 10s", got)
 	}
 
@@ -175,7 +176,7 @@ func TestPatchSessionSettings(t *testing.T) {
 	if info := tr2.patch(`{"session_max":"off"}`); info.SessionMax != "" || info.Configured.SessionMax != "1m0s" {
 		t.Fatalf(`session_max "off": effective %q, configured %q`, info.SessionMax, info.Configured.SessionMax)
 	}
-	if lim := tr2.h.limitsFor(tr2.h.policyAt(tr2.clock.Now())); lim.SessionMax != 0 {
+	if lim := tr2.h.room.Settings(tr2.clock.Now()).Limits(); lim.SessionMax != 0 {
 		t.Fatalf(`store limits after "off": session_max %v`, lim.SessionMax)
 	}
 	if info := tr2.patch(`{"session_max":null}`); info.SessionMax != "1m0s" {

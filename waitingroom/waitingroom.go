@@ -2,7 +2,6 @@ package waitingroom
 
 import (
 	"cmp"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
@@ -138,13 +138,15 @@ type Handler struct {
 	// StoreRaw holds the room's state. Default: {"type": "memory"}.
 	StoreRaw json.RawMessage `json:"store,omitempty" caddy:"namespace=http.handlers.waiting_room.stores inline_key=type"`
 
-	store        queue.Store
-	storeType    string // the store module's name, for the admin API
-	releaseStore func()
-	room         *room
-	page         *page.Writer // the operator's template, or the embedded page
-	logger       *zap.Logger
-	clock        clock
+	store          queue.Store
+	storeType      string // the store module's name, for the admin API
+	releaseStore   func()
+	releaseHistory func()
+	room           *room.Room
+	metrics        *roomMetrics
+	page           *page.Writer // the operator's template, or the embedded page
+	logger         *zap.Logger
+	clock          room.Clock
 	// config is the Done channel of the config the handler was provisioned in: the
 	// one thing every module of a loaded config shares and no other config does.
 	config <-chan struct{}
@@ -173,9 +175,11 @@ const (
 // Provision sets up the room. A store that is down does not fail it: the room starts
 // degraded (as configured by Fail) and recovers when the store answers.
 func (h *Handler) Provision(ctx caddy.Context) error {
-	h.logger = ctx.Logger()
+	if h.logger == nil {
+		h.logger = ctx.Logger() // tests may give a quiet one
+	}
 	if h.clock == nil {
-		h.clock = realClock{}
+		h.clock = room.SystemClock{}
 	}
 	if h.SessionTTL == 0 {
 		h.SessionTTL = caddy.Duration(defaultSessionTTL)
@@ -261,10 +265,50 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	h.room = newRoom(h, secrets, m)
-	h.room.start(ctx)
+	h.metrics = m
+	h.room = room.New(h.roomConfig(secrets, m))
+	h.releaseHistory = func() { releaseHistory(h.Name) }
+	h.room.Start(ctx)
 	register(h)
 	return nil
+}
+
+// roomConfig is the room's configuration as the engine takes it, Provision's
+// defaults filled in.
+func (h *Handler) roomConfig(secrets [][]byte, m *roomMetrics) *room.Config {
+	cfg := &room.Config{
+		Name:          h.Name,
+		Capacity:      h.Capacity,
+		Mode:          h.Mode,
+		SessionTTL:    time.Duration(h.SessionTTL),
+		SessionMax:    time.Duration(h.SessionMax),
+		QueueTTL:      time.Duration(h.QueueTTL),
+		AwayTTL:       time.Duration(*h.AwayTTL),
+		Message:       h.Message,
+		ProofOfWork:   h.ProofOfWork,
+		FailOpen:      h.Fail == failOpen,
+		Lang:          h.Lang,
+		Page:          h.page,
+		Secrets:       secrets,
+		Store:         h.store,
+		StoreType:     h.storeType,
+		ParseDuration: caddy.ParseDuration,
+		Clock:         h.clock,
+		Logger:        h.logger,
+		Metrics:       m,
+		History:       loadHistory(h.Name),
+		Siblings:      func() []*room.Room { return siblings(h.Name) },
+	}
+	if h.Rate != nil {
+		cfg.Rate = h.Rate.engine()
+	}
+	for i := range h.Events {
+		cfg.Events = append(cfg.Events, h.Events[i].engine())
+	}
+	if p := h.PerIP; p != nil {
+		cfg.PerIP = room.PerIP{MaxJoins: p.MaxJoins, JoinWindow: time.Duration(p.JoinWindow), MaxConnections: p.MaxConnections}
+	}
+	return cfg
 }
 
 // configuredSecrets expands the configured secrets; nil means "agree on one through the
@@ -280,7 +324,7 @@ func (h *Handler) configuredSecrets() ([][]byte, error) {
 	var secrets [][]byte
 	for i, s := range append([]string{h.Secret}, h.PreviousSecrets...) {
 		v := repl.ReplaceKnown(s, "")
-		if err := checkSecret(secretRole(i), s, v); err != nil {
+		if err := room.CheckSecret(secretRole(i), s, v); err != nil {
 			return nil, err
 		}
 		secrets = append(secrets, []byte(v))
@@ -304,14 +348,14 @@ func (h *Handler) Validate() error {
 	if h.Name == reservedName {
 		return fmt.Errorf("name %q is reserved: the admin API serves its dashboard at /waiting_room/%s", h.Name, reservedName)
 	}
-	if h.Capacity <= 0 {
-		return fmt.Errorf("capacity must be greater than 0, got %d", h.Capacity)
+	if err := room.CheckCapacity(h.Capacity); err != nil {
+		return err
 	}
 	if h.SessionTTL < 0 {
 		return fmt.Errorf("session_ttl must not be negative, got %v", time.Duration(h.SessionTTL))
 	}
 	if h.SessionTTL > 0 {
-		if err := atLeast("session_ttl", time.Duration(h.SessionTTL), minSessionTTL); err != nil {
+		if err := room.CheckTiming("session_ttl", time.Duration(h.SessionTTL)); err != nil {
 			return err
 		}
 	}
@@ -319,7 +363,7 @@ func (h *Handler) Validate() error {
 		return fmt.Errorf("session_max must be greater than 0 (or absent: off), got %v", time.Duration(h.SessionMax))
 	}
 	if h.SessionMax > 0 {
-		if err := atLeast("session_max", time.Duration(h.SessionMax), minSessionMax); err != nil {
+		if err := room.CheckTiming("session_max", time.Duration(h.SessionMax)); err != nil {
 			return err
 		}
 	}
@@ -327,12 +371,17 @@ func (h *Handler) Validate() error {
 		return fmt.Errorf("queue_ttl must not be negative, got %v", time.Duration(h.QueueTTL))
 	}
 	if h.QueueTTL > 0 {
-		if err := atLeast("queue_ttl", time.Duration(h.QueueTTL), minQueueTTL); err != nil {
+		if err := room.CheckTiming("queue_ttl", time.Duration(h.QueueTTL)); err != nil {
 			return err
 		}
 	}
 	if a, q := h.AwayTTL, cmp.Or(time.Duration(h.QueueTTL), defaultQueueTTL); a != nil && (*a < 0 || *a > 0 && time.Duration(*a) < q) {
 		return fmt.Errorf("away_ttl must be 0 or at least queue_ttl (%v), got %v", q, time.Duration(*a))
+	}
+	if a := h.AwayTTL; a != nil && *a > 0 {
+		if err := room.CheckTiming("away_ttl", time.Duration(*a)); err != nil {
+			return err
+		}
 	}
 	if h.StatusCode != 0 && !slices.Contains(statusCodes, h.StatusCode) {
 		return fmt.Errorf("status_code must be one of 200, 202, 429 or 503, got %d", h.StatusCode)
@@ -342,18 +391,18 @@ func (h *Handler) Validate() error {
 			h.PerIP.MaxJoins, time.Duration(h.PerIP.JoinWindow), h.PerIP.MaxConnections)
 	}
 	if h.PerIP != nil && h.PerIP.JoinWindow > 0 {
-		if err := atLeast("per_ip join_window", time.Duration(h.PerIP.JoinWindow), minWindow); err != nil {
+		if err := room.AtLeast("per_ip join_window", time.Duration(h.PerIP.JoinWindow), room.MinWindow); err != nil {
 			return err
 		}
 	}
 	if h.RejectStatusCode != 0 && !slices.Contains(statusCodes, h.RejectStatusCode) {
 		return fmt.Errorf("reject_status_code must be one of 200, 202, 429 or 503, got %d", h.RejectStatusCode)
 	}
-	if err := checkProofOfWork(h.ProofOfWork); err != nil {
+	if err := room.CheckProofOfWork(h.ProofOfWork); err != nil {
 		return err
 	}
 	if h.Mode != "" {
-		if err := queue.CheckMode(h.Mode); err != nil {
+		if err := room.CheckMode(h.Mode); err != nil {
 			return err
 		}
 	}
@@ -373,7 +422,7 @@ func (h *Handler) Validate() error {
 	if h.Lang != "" && !page.Supported(h.Lang) {
 		return fmt.Errorf("lang must be one of %s, got %q", strings.Join(page.Languages(), ", "), h.Lang)
 	}
-	if err := checkMessage(h.Message); err != nil {
+	if err := room.CheckMessage(h.Message); err != nil {
 		return err
 	}
 	if h.Cookie != nil {
@@ -390,7 +439,11 @@ func (h *Handler) Validate() error {
 func (h *Handler) Cleanup() error {
 	unregister(h)
 	if h.room != nil {
-		h.room.stop()
+		h.room.Stop()
+	}
+	if h.releaseHistory != nil {
+		h.releaseHistory()
+		h.releaseHistory = nil
 	}
 	if h.releaseStore != nil {
 		h.releaseStore()
@@ -406,20 +459,6 @@ const reservedName = "dashboard"
 // statusCodes are the statuses a waiting page may have: a plain page (200), "accepted,
 // not done yet" (202), "too many requests" (429) or "unavailable" (503).
 var statusCodes = []int{http.StatusOK, http.StatusAccepted, http.StatusTooManyRequests, http.StatusServiceUnavailable}
-
-// newSecret is a random signing secret offered to the store when none is configured.
-func newSecret() []byte {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b)
-	return b
-}
-
-// clock tells the time; tests inject their own.
-type clock interface{ Now() time.Time }
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
 
 // Interface guards
 var (

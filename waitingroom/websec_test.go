@@ -106,7 +106,8 @@ func answers(t *testing.T) map[string]func(in hostileInput, accept string) *http
 		// What a new visitor gets while the store is down and the room fails closed.
 		"unavailable": func(in hostileInput, accept string) *httptest.ResponseRecorder {
 			w := httptest.NewRecorder()
-			if err := unavailable.h.serveUnavailable(w, hostileRequest(in, accept, unavailable.h.Cookie.Name)); err != nil {
+			view, s := unavailable.h.room.UnavailableView(unavailable.clock.Now())
+			if err := unavailable.h.respond(w, hostileRequest(in, accept, unavailable.h.Cookie.Name), http.StatusServiceUnavailable, view, s); err != nil {
 				t.Fatal(err)
 			}
 			return w

@@ -1,8 +1,7 @@
-package waitingroom
+package room
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
@@ -16,20 +15,20 @@ const (
 
 // MintPasses signs count passes of uses each, valid for ttl from now (to the second),
 // with the room's current secret. They need nothing in the store until used.
-func (r control) MintPasses(_ context.Context, count int, ttl time.Duration, uses int) ([]string, time.Time, error) {
+func (rm *Room) MintPasses(_ context.Context, count int, ttl time.Duration, uses int) ([]string, time.Time, error) {
 	switch {
 	case count < 1 || count > maxPassCount:
-		return nil, time.Time{}, apiError(inputErrorf("count must be 1 to %d, got %d", maxPassCount, count))
+		return nil, time.Time{}, inputErrorf("count must be 1 to %d, got %d", maxPassCount, count)
 	case ttl < time.Second || ttl > maxPassTTL:
-		return nil, time.Time{}, apiError(inputErrorf("ttl must be at least 1s and at most 720h (30 days), got %s", ttl))
+		return nil, time.Time{}, inputErrorf("ttl must be at least 1s and at most 720h (30 days), got %s", ttl)
 	case uses < 1 || uses > token.MaxPassUses:
-		return nil, time.Time{}, apiError(inputErrorf("uses must be 1 to %d, got %d", token.MaxPassUses, uses))
+		return nil, time.Time{}, inputErrorf("uses must be 1 to %d, got %d", token.MaxPassUses, uses)
 	}
-	keys := r.h.room.keys.Load()
+	keys := rm.keys.Load()
 	if keys == nil {
-		return nil, time.Time{}, apiError(errors.New("the room has no secret yet: its store has not been reachable since start"))
+		return nil, time.Time{}, ErrNoSecret
 	}
-	expires := r.h.clock.Now().Add(ttl).Truncate(time.Second)
+	expires := rm.cfg.Clock.Now().Add(ttl).Truncate(time.Second)
 	passes := make([]string, count)
 	for i := range passes {
 		passes[i] = keys.MintPass(token.NewPass(expires, uses))

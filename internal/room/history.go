@@ -1,12 +1,9 @@
-package waitingroom
+package room
 
 import (
-	"context"
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
@@ -24,14 +21,12 @@ const (
 	historyWaits = 2048
 )
 
-// histories keeps each room's history across config reloads, as the memory store keeps
-// its line: a reload on sale day must not blank the console's last hour.
-var histories = caddy.NewUsagePool()
-
-// history is one room's last hour on this instance.
-type history struct {
+// History is one room's last hour on this instance. The module keeps it across
+// config reloads, as the memory store keeps its line: a reload on sale day must not
+// blank the console's last hour.
+type History struct {
 	mu     sync.Mutex
-	points []historyPoint // closed minutes, oldest first, at most historyPoints
+	points []HistoryPoint // closed minutes, oldest first, at most historyPoints
 	cur    minute
 	seen   uint64 // waits offered to cur (for the reservoir)
 	rng    uint64
@@ -47,8 +42,8 @@ type minute struct {
 	waits          []float64
 }
 
-// historyPoint is one minute of the history, as the admin API gives it.
-type historyPoint struct {
+// HistoryPoint is one minute of the history, as the admin API gives it.
+type HistoryPoint struct {
 	At time.Time `json:"at"`
 	// Admissions are the room's admissions (every instance) in this minute: the
 	// admissions per minute. For the minute in progress (Partial), those so far.
@@ -63,18 +58,14 @@ type historyPoint struct {
 	Waiting        int      `json:"waiting"`
 }
 
-func loadHistory(room string) *history {
-	v, _, _ := histories.LoadOrNew(room, func() (caddy.Destructor, error) { return &history{rng: 0x9e3779b97f4a7c15}, nil })
-	return v.(*history)
-}
-
-func releaseHistory(room string) { _, _ = histories.Delete(room) }
+// NewHistory is an empty history.
+func NewHistory() *History { return &History{rng: 0x9e3779b97f4a7c15} }
 
 // Destruct lets go of the history when the last config with its room is gone.
-func (hs *history) Destruct() error { return nil }
+func (hs *History) Destruct() error { return nil }
 
 // observe records the room's counters at now (each admission tick).
-func (hs *history) observe(now time.Time, st *queue.Stats) {
+func (hs *History) observe(now time.Time, st *queue.Stats) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	hs.roll(now)
@@ -88,7 +79,7 @@ func (hs *history) observe(now time.Time, st *queue.Stats) {
 }
 
 // wait records that a waiter this instance let in had waited d.
-func (hs *history) wait(now time.Time, d time.Duration) {
+func (hs *History) wait(now time.Time, d time.Duration) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	hs.roll(now)
@@ -107,7 +98,7 @@ func (hs *history) wait(now time.Time, d time.Duration) {
 }
 
 // roll closes the minute in progress when now is past it. Called with hs.mu held.
-func (hs *history) roll(now time.Time) {
+func (hs *History) roll(now time.Time) {
 	start := now.Truncate(historyStep)
 	if hs.cur.start.Equal(start) {
 		return
@@ -125,8 +116,8 @@ func (hs *history) roll(now time.Time) {
 }
 
 // point is the minute as a history point.
-func (m *minute) point() historyPoint {
-	p := historyPoint{At: m.start, Active: m.active, Waiting: m.queued, Waits: len(m.waits),
+func (m *minute) point() HistoryPoint {
+	p := HistoryPoint{At: m.start, Active: m.active, Waiting: m.queued, Waits: len(m.waits),
 		Admissions: m.lastAdmitted - m.firstAdmitted}
 	if len(m.waits) > 0 {
 		w := slices.Clone(m.waits)
@@ -144,7 +135,7 @@ func quantile(sorted []float64, q float64) float64 {
 }
 
 // snapshot is the last hour up to now: the closed minutes and the one in progress.
-func (hs *history) snapshot(now time.Time) []historyPoint {
+func (hs *History) snapshot(now time.Time) []HistoryPoint {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	hs.roll(now)
@@ -157,35 +148,18 @@ func (hs *history) snapshot(now time.Time) []historyPoint {
 	return out
 }
 
-// roomHistory is the admin API's history object (docs/admin-api.md#history).
-type roomHistory struct {
+// HistoryInfo is the admin API's history object (docs/admin-api.md#history).
+type HistoryInfo struct {
 	Room        string         `json:"room"`
 	StepSeconds int            `json:"step_seconds"`
-	Points      []historyPoint `json:"points"`
+	Points      []HistoryPoint `json:"points"`
 }
 
 // History is the room's last hour on this instance, a point a minute, oldest first.
-func (r control) History(ctx context.Context) (any, error) {
-	return roomHistory{
-		Room:        r.h.Name,
+func (rm *Room) History() HistoryInfo {
+	return HistoryInfo{
+		Room:        rm.cfg.Name,
 		StepSeconds: int(historyStep / time.Second),
-		Points:      r.h.room.history.snapshot(r.h.clock.Now()),
-	}, nil
-}
-
-// nextEvent is the first event whose queue opens after now, for the console's
-// countdown; nil when none is scheduled.
-func nextEvent(events []Event, now time.Time) *eventInfo {
-	var next *Event
-	for i := range events {
-		ev := &events[i]
-		if ev.opens().After(now) && (next == nil || ev.Start.Before(next.Start)) {
-			next = ev
-		}
+		Points:      rm.cfg.History.snapshot(rm.cfg.Clock.Now()),
 	}
-	if next == nil {
-		return nil
-	}
-	s := ceilSeconds(next.Start.Sub(now))
-	return &eventInfo{Start: next.Start, End: next.End, Phase: "scheduled", StartsInSeconds: &s, Shuffle: next.Shuffle}
 }

@@ -1,11 +1,9 @@
-package waitingroom
+package room
 
 import "time"
 
-// How often a running room does what it does. The waiting sockets' timing is
+// How often things happen in a running room. The waiting sockets' timing is
 // internal/push/timing.go.
-
-// How often things happen in a running room.
 const (
 	// stepEvery is the admission step's period; departures also trigger a step at once.
 	stepEvery = 250 * time.Millisecond

@@ -1,4 +1,4 @@
-package waitingroom
+package room
 
 import (
 	"fmt"
@@ -12,46 +12,46 @@ import (
 // cannot do what the setting says. The Caddyfile, Validate and the admin API's PATCH
 // all refuse them with atLeast's message.
 const (
-	// minQueueTTL outlasts two polls of a page without a socket (every 2 s at the
+	// MinQueueTTL outlasts two polls of a page without a socket (every 2 s at the
 	// fastest, up to 2.2 s with its jitter: refreshSeconds), so one late poll does not
 	// send a waiter away; a socket's heartbeat is queue_ttl/3. Below a poll, nobody
 	// who polls is ever present, and with a free slot nobody is admitted.
-	minQueueTTL = 5 * time.Second
+	MinQueueTTL = 5 * time.Second
 
-	// minSessionTTL outlasts two of an instance's store confirmations of an admitted
+	// MinSessionTTL outlasts two of an instance's store confirmations of an admitted
 	// visitor (one per queue.TouchEvery at most): below it, a visitor who keeps
 	// clicking loses the slot between two confirmations.
-	minSessionTTL = 2 * queue.TouchEvery
+	MinSessionTTL = 2 * queue.TouchEvery
 
-	// minSessionMax is a session that can hold a page or two; it is bounded by the
+	// MinSessionMax is a session that can hold a page or two; it is bounded by the
 	// same confirmations as session_ttl, so other instances learn of its end in time.
-	minSessionMax = minSessionTTL
+	MinSessionMax = MinSessionTTL
 
-	// minWindow bounds a rate's window and the per-address join window: admissions
+	// MinWindow bounds a rate's window and the per-address join window: admissions
 	// are decided every stepEvery, and a window much below a second cannot be kept as
 	// written (a rate of 1 per 100ms admits at the step's pace, not ten a second).
-	minWindow = time.Second
+	MinWindow = time.Second
 
-	// minSecret is the least length of a signing secret, in bytes: a shorter HMAC key
+	// MinSecret is the least length of a signing secret, in bytes: a shorter HMAC key
 	// is found from one cookie by brute force (two bytes took 0.01 s), and then anyone
 	// can sign admitted cookies and passes. 32 bytes (256 bits) is what HMAC-SHA256 can
 	// give.
-	minSecret = 32
+	MinSecret = 32
 )
 
-// atLeast refuses d below floor, saying both.
-func atLeast(name string, d, floor time.Duration) error {
+// AtLeast refuses d below floor, saying both.
+func AtLeast(name string, d, floor time.Duration) error {
 	if d < floor {
 		return fmt.Errorf("%s must be at least %v, got %v", name, floor, d)
 	}
 	return nil
 }
 
-// checkSecret refuses a secret (after its placeholders are expanded) that is empty
-// or shorter than minSecret. what is "secret" or "previous secret"; configured is the
+// CheckSecret refuses a secret (after its placeholders are expanded) that is empty
+// or shorter than MinSecret. what is "secret" or "previous secret"; configured is the
 // text as written, named in the error only when it is a placeholder (a literal secret
 // is never echoed).
-func checkSecret(what, configured, expanded string) error {
+func CheckSecret(what, configured, expanded string) error {
 	if strings.Contains(configured, "{") {
 		what += " " + configured
 	}
@@ -61,8 +61,8 @@ func checkSecret(what, configured, expanded string) error {
 			return fmt.Errorf("%s is empty: set %s in the environment Caddy runs in", what, strings.TrimSuffix(env, "}"))
 		}
 		return fmt.Errorf("%s is empty after expanding placeholders", what)
-	case len(expanded) < minSecret:
-		return fmt.Errorf("%s must be at least %d bytes, got %d: a short key is found from one cookie by brute force", what, minSecret, len(expanded))
+	case len(expanded) < MinSecret:
+		return fmt.Errorf("%s must be at least %d bytes, got %d: a short key is found from one cookie by brute force", what, MinSecret, len(expanded))
 	}
 	return nil
 }

@@ -1,0 +1,294 @@
+package room
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+)
+
+// The admin operations: what the admin API asks of a running room. Errors are an
+// InputError for the caller's mistakes, ErrNoVisitor for what is not there, and
+// anything else for a store that cannot be reached. Changes go through the store, so
+// every instance sharing it applies them within one admission tick.
+
+// Configured are the values a room is configured with, as the admin API shows them.
+type Configured struct {
+	Capacity   int    `json:"capacity"`
+	Rate       *Rate  `json:"rate"`
+	Mode       string `json:"mode"`
+	SessionTTL string `json:"session_ttl"`
+	QueueTTL   string `json:"queue_ttl"`
+	AwayTTL    string `json:"away_ttl"`
+	SessionMax string `json:"session_max"` // "" while off
+	Message    string `json:"message"`
+	// ProofOfWork is the configured difficulty, 0 when off.
+	ProofOfWork int `json:"proof_of_work"`
+}
+
+// EventInfo is a scheduled event, in progress or next.
+type EventInfo struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Phase is "prequeue" (before the start: everyone queues), "running", or
+	// "scheduled" for the next event.
+	Phase string `json:"phase"`
+	// StartsInSeconds counts down to the start during the pre-queue and for the next
+	// event.
+	StartsInSeconds *int `json:"starts_in_seconds,omitempty"`
+	Shuffle         bool `json:"shuffle"`
+}
+
+// Timings are the effective session_ttl, queue_ttl, away_ttl and session_max.
+type Timings struct {
+	SessionTTL string `json:"session_ttl"`
+	QueueTTL   string `json:"queue_ttl"`
+	AwayTTL    string `json:"away_ttl"`
+	// SessionMax is "" while off.
+	SessionMax string `json:"session_max"`
+}
+
+// Info is the admin API's room object (docs/admin-api.md).
+type Info struct {
+	Name string `json:"name"`
+	// Mode, Capacity and Rate are the effective values: configuration, then the event in
+	// progress, then the admin overrides. Mode is "prequeue" during an event's pre-queue.
+	Mode     string `json:"mode"`
+	Capacity int    `json:"capacity"`
+	// Rate is the admission rate limit; null when admissions are bound by capacity only.
+	Rate *Rate `json:"rate"`
+	Timings
+	Active  int `json:"active"`
+	Waiting int `json:"waiting"`
+	// Away counts the waiters gone quiet past queue_ttl who keep their place.
+	Away          int    `json:"away"`
+	AdmittedTotal uint64 `json:"admitted_total"`
+	// ETASeconds is the estimated wait of someone arriving now (null: no data yet).
+	ETASeconds *int `json:"eta_seconds"`
+	// AdmissionsPerMinute is the measured throughput over the last minutes (null: no
+	// data yet).
+	AdmissionsPerMinute *float64   `json:"admissions_per_minute"`
+	Store               string     `json:"store"`
+	Configured          Configured `json:"configured"`
+	Overrides           Overrides  `json:"overrides"`
+	Event               *EventInfo `json:"event"`
+	// Message is what the line is told now ("" for nothing).
+	Message string `json:"message"`
+	// NextEvent is the next scheduled event whose queue has not opened yet; null if none.
+	NextEvent *EventInfo `json:"next_event"`
+	// ProofOfWork is the difficulty a new visitor's proof must meet now, 0 when off.
+	ProofOfWork int `json:"proof_of_work"`
+}
+
+// timingsOf shows s's timings.
+func timingsOf(sessionTTL, queueTTL, awayTTL, sessionMax time.Duration) Timings {
+	t := Timings{SessionTTL: sessionTTL.String(), QueueTTL: queueTTL.String(), AwayTTL: awayTTL.String()}
+	if sessionMax > 0 {
+		t.SessionMax = sessionMax.String()
+	}
+	return t
+}
+
+// Info reads the room's state from the store (fresh, not the tick's cached copy).
+func (rm *Room) Info(ctx context.Context) (Info, error) {
+	st, err := rm.cfg.Store.Stats(ctx)
+	if err != nil {
+		return Info{}, fmt.Errorf("reading room counters: %w", err)
+	}
+	o, err := rm.readOverrides(ctx)
+	if err != nil {
+		return Info{}, err
+	}
+	rm.settle(o) // what this call reads is what it reports
+	cfg := rm.cfg
+	now := cfg.Clock.Now()
+	s := rm.Settings(now)
+	configured := timingsOf(cfg.SessionTTL, cfg.QueueTTL, cfg.AwayTTL, cfg.SessionMax)
+	info := Info{
+		Name:          cfg.Name,
+		Mode:          s.Mode,
+		Capacity:      s.Capacity,
+		Timings:       timingsOf(s.SessionTTL, s.QueueTTL, s.AwayTTL, s.SessionMax),
+		Active:        st.Active,
+		Waiting:       st.Waiting,
+		Away:          st.Away,
+		AdmittedTotal: st.AdmittedTotal,
+		Store:         cfg.StoreType,
+		Configured: Configured{
+			Capacity:    cfg.Capacity,
+			Mode:        cmpOr(cfg.Mode, queue.ModeFIFO),
+			SessionTTL:  configured.SessionTTL,
+			QueueTTL:    configured.QueueTTL,
+			AwayTTL:     configured.AwayTTL,
+			SessionMax:  configured.SessionMax,
+			Message:     cfg.Message,
+			ProofOfWork: cfg.ProofOfWork,
+		},
+		Overrides:   o,
+		Message:     s.Message,
+		NextEvent:   nextEvent(cfg.Events, now),
+		ProofOfWork: s.ProofOfWork,
+	}
+	if cfg.Rate.limits() {
+		r := cfg.Rate
+		info.Configured.Rate = &r
+	}
+	if s.Rate.limits() {
+		r := s.Rate
+		info.Rate = &r
+	}
+	if ev := s.Event; ev != nil {
+		info.Event = &EventInfo{Start: ev.Start, End: ev.End, Phase: "running", Shuffle: ev.Shuffle}
+		if s.Prequeue {
+			info.Mode, info.Event.Phase = "prequeue", "prequeue"
+			secs := ceilSeconds(s.startsIn(now))
+			info.Event.StartsInSeconds = &secs
+		}
+	}
+	if rate, ok := rm.est.Rate(); ok {
+		perMinute := rate * 60
+		info.AdmissionsPerMinute = &perMinute
+	}
+	if rate, ok := rm.throughput(s); ok && !s.holds() {
+		eta := int(queue.ETA(st.Waiting+1, rate) / time.Second)
+		info.ETASeconds = &eta
+	}
+	return info, nil
+}
+
+func cmpOr(s, otherwise string) string {
+	if s == "" {
+		return otherwise
+	}
+	return s
+}
+
+// nextEvent is the first event whose queue opens after now, for the console's
+// countdown; nil when none is scheduled.
+func nextEvent(events []Event, now time.Time) *EventInfo {
+	var next *Event
+	for i := range events {
+		ev := &events[i]
+		if ev.opens().After(now) && (next == nil || ev.Start.Before(next.Start)) {
+			next = ev
+		}
+	}
+	if next == nil {
+		return nil
+	}
+	secs := ceilSeconds(next.Start.Sub(now))
+	return &EventInfo{Start: next.Start, End: next.End, Phase: "scheduled", StartsInSeconds: &secs, Shuffle: next.Shuffle}
+}
+
+// Patch applies a JSON document of runtime changes: {"capacity": 20} sets a value,
+// {"capacity": null} restores the configured one. Unknown fields and bad values are
+// an InputError, and then nothing changes.
+func (rm *Room) Patch(ctx context.Context, body []byte) (Info, error) {
+	var fields map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&fields); err != nil {
+		return Info{}, inputErrorf("malformed JSON: %v", err)
+	}
+	// Anything after the value, even a lone ] or } (which More does not see), is a
+	// malformed body.
+	if _, err := dec.Token(); err != io.EOF {
+		return Info{}, inputErrorf("malformed JSON: more than one value")
+	}
+	if fields == nil {
+		return Info{}, inputErrorf("want a JSON object such as {\"capacity\": 20}")
+	}
+	// o holds the new values of the fields named; saveOverrides merges them into
+	// what the store holds. The fields go in name order, so that a body with several
+	// bad fields is refused for the same one every time.
+	var o Overrides
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		def, ok := runtimeSettingNamed(name)
+		if !ok {
+			return Info{}, inputErrorf("unknown field %q (the fields are: %s)", clip([]byte(name)), runtimeSettingNames())
+		}
+		if err := def.patch(rm, &o, fields[name]); err != nil {
+			return Info{}, err
+		}
+	}
+	saved, err := rm.saveOverrides(ctx, fields, o)
+	if err != nil {
+		return Info{}, err
+	}
+	for _, sib := range rm.cfg.Siblings() {
+		sib.settle(saved)
+	}
+	rm.settle(saved)
+	rm.applyNow(ctx)
+	return rm.Info(ctx)
+}
+
+// Admit lets the next n waiters in at once, beyond capacity, rate and mode if need be,
+// and reports how many were admitted. They count against the rate window, so regular
+// admissions slow down to keep the rate over the window.
+func (rm *Room) Admit(ctx context.Context, n int) (int, error) {
+	if n <= 0 {
+		return 0, inputErrorf("count must be greater than 0, got %d", n)
+	}
+	now := rm.cfg.Clock.Now()
+	res, err := rm.cfg.Store.AdmitNow(ctx, n, now, rm.Settings(now).limits())
+	if err != nil {
+		return 0, fmt.Errorf("admitting waiters: %w", err)
+	}
+	rm.cfg.Metrics.Admitted(len(res.Admitted))
+	rm.cfg.Metrics.Abandoned(res.Abandoned)
+	return len(res.Admitted), nil
+}
+
+// RemoveVisitor takes one visitor (queued or admitted; its id as the admin API shows
+// ids) out of the room. An admitted visitor's other instances learn it at their next
+// throttled touch (seconds).
+func (rm *Room) RemoveVisitor(ctx context.Context, rawID string) error {
+	id, err := queue.ParseVisitorID(rawID)
+	if err != nil {
+		return inputError{err}
+	}
+	ok, err := rm.cfg.Store.Leave(ctx, id)
+	if err != nil {
+		return fmt.Errorf("removing visitor: %w", err)
+	}
+	if !ok {
+		return ErrNoVisitor
+	}
+	rm.forgetTouched(id)
+	for _, sib := range rm.cfg.Siblings() {
+		sib.forgetTouched(id)
+	}
+	rm.applyNow(ctx)
+	return nil
+}
+
+// Reset empties the queue and the active set.
+func (rm *Room) Reset(ctx context.Context) error {
+	if err := rm.cfg.Store.Reset(ctx); err != nil {
+		return fmt.Errorf("resetting room: %w", err)
+	}
+	rm.touched.Clear()
+	for _, sib := range rm.cfg.Siblings() {
+		sib.touched.Clear()
+	}
+	rm.applyNow(ctx)
+	return nil
+}
+
+// applyNow runs an admission step at once, so a change shows in the answer to the
+// call that made it (a raised capacity has admitted waiters by then). Other rooms of
+// the name in this process are kicked; other instances follow within a tick.
+func (rm *Room) applyNow(ctx context.Context) {
+	rm.tick(ctx)
+	for _, sib := range rm.cfg.Siblings() {
+		if sib != rm {
+			sib.kick()
+		}
+	}
+}

@@ -1,0 +1,305 @@
+package room
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
+)
+
+// Visit is what the module read from one request: the facts the room decides on.
+type Visit struct {
+	Now time.Time
+	// Cookie is the room cookie's value as sent, not yet verified.
+	Cookie string
+	// Pass and Proof are what the request presented, already taken out of it so the
+	// upstream never sees them; ProofInAddress says the proof came in the query.
+	Pass           string
+	Proof          string
+	ProofInAddress bool
+	// Addr is the client's address, for the per-address caps.
+	Addr string
+	// Socket says the request opens the waiting page's WebSocket, and CrossSite that
+	// another site's page opens it.
+	Socket, CrossSite bool
+	// Page says the request is a browser's page load, which can be sent to another
+	// address (the proof's clean redirect).
+	Page bool
+	// Preflight says the request is a CORS preflight: nobody's visit.
+	Preflight bool
+}
+
+// Outcome is what a request gets.
+type Outcome uint8
+
+const (
+	// Through: the request goes on, no cookie, nothing counted (the room is
+	// suspended, or a preflight).
+	Through Outcome = iota
+	// Admitted: the request goes on as the admitted visitor's.
+	Admitted
+	// Queued: the waiter is told its place (the page, JSON, or its WebSocket).
+	Queued
+	// Challenged: a new visitor must first send a proof of work.
+	Challenged
+	// Rejected: turned away (reject or invite_only mode, a cross-site socket).
+	Rejected
+	// Degraded: the store could not decide; the module fails open or closed.
+	Degraded
+	// TooMany: over a per-address cap; nothing stored or counted.
+	TooMany
+)
+
+// Decision is what a request gets, with what the module must apply.
+type Decision struct {
+	Outcome  Outcome
+	Settings *Settings
+
+	// Visitor is the admitted or queued visitor; Waited how long an admitted one
+	// waited in line (negative: this request does not say).
+	Visitor queue.VisitorID
+	Waited  time.Duration
+
+	// Cookie, when not nil, is the cookie value to set, until CookieExpires; an
+	// admitted request whose cookie is set has just been confirmed with the store.
+	Cookie        []byte
+	CookieExpires time.Time
+	sealed        [token.Text]byte
+
+	// Clean says to send the browser back to its address without the proof it came
+	// with, now that it has its cookie.
+	Clean bool
+	// TellSocket says an admitted request is the waiting page's WebSocket, to be told
+	// so and closed rather than handed on.
+	TellSocket bool
+	// Status is the store's word on a queued waiter, for its WebSocket.
+	Status queue.Status
+	// View is what a queued, rejected or unavailable visitor is told.
+	View page.View
+	// Challenge, of Difficulty bits, is what a challenged visitor must solve.
+	Challenge  string
+	Difficulty int
+	// RetryAfter is when a request over a per-address cap may come back; CrossSite
+	// says a rejected request was another site's WebSocket.
+	RetryAfter time.Duration
+	CrossSite  bool
+}
+
+// setCookie seals tok into the decision's cookie.
+func (d *Decision) setCookie(keys *token.Keyring, tok token.Token) {
+	d.Cookie, d.CookieExpires = keys.AppendSealed(d.sealed[:0], tok), tok.Expires
+}
+
+// Decide decides what the request v describes gets, making the store calls that
+// takes: the session's touch, the waiter's status, the join. The module turns the
+// decision into the response.
+func (rm *Room) Decide(ctx context.Context, v *Visit, d *Decision) {
+	now := v.Now
+	s := rm.Settings(now)
+	*d = Decision{Settings: s, Waited: -1}
+	if s.Mode == queue.ModeSuspended || v.Preflight {
+		d.Outcome = Through // the room is off, or no visitor asks
+		return
+	}
+	keys := rm.keys.Load()
+	if keys == nil {
+		// No secret yet: the store has been down since start. Nobody can be verified.
+		rm.degrade(d)
+		return
+	}
+
+	var invitedBy token.Token // the cookie, when it holds a pass (see rejoinInvited)
+	reason := ""              // why a known visitor is new again (sessionmax.go)
+	if tok, ok := keys.Open(v.Cookie, now); ok {
+		if tok.Pass {
+			invitedBy = tok
+		}
+		switch tok.State {
+		case queue.Admitted:
+			var decided bool
+			if decided, reason = rm.decideAdmitted(ctx, v, d, keys, tok); decided {
+				return
+			}
+		case queue.Queued:
+			if refusedSocket(v, d) || rm.decideQueued(ctx, v, d, keys, tok) {
+				return
+			}
+			// The place was lost (queue_ttl): a new visitor, at the back.
+		}
+	}
+	if refusedSocket(v, d) {
+		return
+	}
+	rm.decideNew(ctx, v, d, keys, invitedBy, reason)
+}
+
+// decideAdmitted decides on a visitor whose cookie says admitted, and reports
+// whether it did; if not, the visitor is new again, and reason says whether its
+// session ended at session_max.
+func (rm *Room) decideAdmitted(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring, tok token.Token) (decided bool, reason string) {
+	now, s := v.Now, d.Settings
+	if s.sessionOver(tok.Since, now) {
+		rm.endSession(ctx, tok.ID)
+		return false, ReasonSessionMax
+	}
+	if rm.touchedRecently(tok.ID, now) {
+		d.Outcome, d.Visitor, d.Waited = Admitted, tok.ID, tok.Waited
+		return true, ""
+	}
+	active, err := rm.cfg.Store.Touch(ctx, tok.ID, now)
+	if err != nil {
+		// The cookie is verified: an admitted visitor keeps passing in an outage, and
+		// asks a hung store again only after TouchEvery, not on every request.
+		rm.storeError("touch", err)
+		rm.markTouched(tok.ID, now)
+		d.Outcome, d.Visitor, d.Waited = Admitted, tok.ID, tok.Waited
+		return true, ""
+	}
+	if !active {
+		// Session lapsed, revoked or removed: a new visitor, at the back.
+		if s.sessionMaxLapsed(tok.Since, now) {
+			return false, ReasonSessionMax
+		}
+		return false, ""
+	}
+	rm.admit(d, keys, tok, now)
+	return true, ""
+}
+
+// decideQueued decides on a visitor whose cookie says queued, and reports whether it
+// did; if not, the place was lost and the visitor is new again.
+func (rm *Room) decideQueued(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring, tok token.Token) bool {
+	now, s := v.Now, d.Settings
+	st, err := rm.cfg.Store.Status(ctx, tok.ID, now)
+	if err != nil {
+		rm.degrade(d)
+		return true
+	}
+	if (st.State == queue.Admitted || st.State == queue.Queued) && rm.invitedOut(ctx, tok, s) {
+		d.Outcome, d.View = Rejected, rm.rejectedView(s)
+		return true
+	}
+	switch st.State {
+	case queue.Admitted:
+		if !rm.touchedRecently(tok.ID, now) {
+			rm.cfg.Metrics.Waited(now.Sub(tok.Since))
+			rm.cfg.History.wait(now, now.Sub(tok.Since))
+		}
+		tok.Waited, tok.Since = now.Sub(tok.Since), now
+		rm.admit(d, keys, tok, now)
+		d.TellSocket = v.Socket
+		return true
+	case queue.Queued:
+		rm.holdPlace(d, keys, tok.ID, tok.Since, now, tok.Pass)
+		rm.queued(v, d, tok.ID, st, "", passNone)
+		return true
+	}
+	return false
+}
+
+// decideNew decides on a new visitor: the per-address cap, the proof of work, the
+// pass, and the join. invitedBy is the cookie of a visitor invited before, reason why
+// a visitor let in before is new again.
+func (rm *Room) decideNew(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring, invitedBy token.Token, reason string) {
+	now, s := v.Now, d.Settings
+	invited := rm.rejoinInvited(ctx, invitedBy) // pass.go
+	passed := !invited && s.ProofOfWork > 0 && passOpens(keys, v.Pass, now)
+	// The per-address cap is the cheap refusal, so it comes before the proof's
+	// once-only check: a proof answered 429 is not spent. A visitor then challenged
+	// has not joined, so its join is given back.
+	counted := ""
+	if cap := rm.cfg.PerIP; cap.MaxJoins > 0 {
+		if !rm.ips.allowJoin(v.Addr, now, cap.MaxJoins, cap.JoinWindow) {
+			d.Outcome, d.RetryAfter = TooMany, cap.JoinWindow
+			return
+		}
+		counted = v.Addr
+	}
+	clean, done := rm.challenge(ctx, v, d, keys, invited || passed) // proof.go
+	if done {
+		rm.ips.giveBack(counted, now)
+		return
+	}
+	id := queue.NewVisitorID()
+	rm.drawLots(ctx, s) // an event's lottery comes before its first new arrival
+	st, check, err := rm.joinNew(ctx, keys, id, v.Pass, invited, passed, now, s)
+	switch {
+	case err != nil:
+		rm.storeError("join", err)
+		rm.degrade(d)
+	case check == passSpent:
+		rm.ips.giveBack(counted, now)
+		rm.challengeNow(d, keys, now)
+	case st.State == queue.Rejected:
+		if c := rm.cfg.Logger.Check(zap.DebugLevel, "visitor turned away"); c != nil {
+			c.Write(zap.String("room", rm.cfg.Name), zap.String("mode", s.Mode))
+		}
+		d.Outcome, d.View = Rejected, rm.rejectedView(s)
+		if check == passInvalid {
+			d.View.Pass = "invalid"
+		}
+	case st.State == queue.Admitted:
+		rm.cfg.Metrics.Admitted(1)
+		rm.admit(d, keys, token.Token{ID: id, Since: now, Pass: invited || check == passValid}, now)
+		d.Waited, d.Clean = 0, clean
+	default:
+		rm.cfg.Metrics.Queued()
+		if c := rm.cfg.Logger.Check(zap.DebugLevel, "visitor queued"); c != nil {
+			c.Write(zap.String("room", rm.cfg.Name), zap.Stringer("visitor", id), zap.Int("position", st.Position))
+		}
+		rm.holdPlace(d, keys, id, now, now, invited || check == passValid)
+		rm.queued(v, d, id, st, reason, check)
+		d.Clean = clean
+	}
+}
+
+// admit gives tok's visitor a fresh admitted cookie (admitted at tok.Since, having
+// waited tok.Waited, with or without a pass) and records that its session was just
+// confirmed with the store.
+func (rm *Room) admit(d *Decision, keys *token.Keyring, tok token.Token, now time.Time) {
+	tok.State, tok.Expires = queue.Admitted, now.Add(d.Settings.SessionTTL)
+	d.setCookie(keys, tok)
+	d.Outcome, d.Visitor, d.Waited = Admitted, tok.ID, tok.Waited
+	rm.markTouched(tok.ID, now)
+}
+
+// holdPlace gives waiter id (queued since, with a pass or not) a fresh queued cookie.
+func (rm *Room) holdPlace(d *Decision, keys *token.Keyring, id queue.VisitorID, since, now time.Time, pass bool) {
+	d.setCookie(keys, token.Token{State: queue.Queued, ID: id, Since: since, Expires: now.Add(token.QueuedLife), Pass: pass, Waited: -1})
+}
+
+// queued records a waiter's place in d, with what its answer says: whether the pass
+// it presented held, and why a visitor let in before is queued anew. A WebSocket
+// has no answer to say either in: the page that opens one was told already.
+func (rm *Room) queued(v *Visit, d *Decision, id queue.VisitorID, st queue.Status, reason string, check passCheck) {
+	d.Outcome, d.Visitor, d.Status = Queued, id, st
+	d.View = rm.statusView(st, d.Settings, v.Now)
+	if v.Socket {
+		return
+	}
+	if check == passInvalid {
+		d.View.Pass = "invalid"
+	}
+	d.View.Reason = reason
+}
+
+// degrade records that the store could not decide.
+func (rm *Room) degrade(d *Decision) {
+	d.Outcome, d.View = Degraded, rm.unavailableView(d.Settings)
+}
+
+// refusedSocket refuses a waiting-page WebSocket opened from another site's page. It
+// runs before the room stores anything for the request (a place, a heard-from time,
+// a cookie): the upgrade would refuse it anyway (see push.CrossOrigin), and a refused
+// request must leave no trace.
+func refusedSocket(v *Visit, d *Decision) bool {
+	if !v.Socket || !v.CrossSite {
+		return false
+	}
+	d.Outcome, d.CrossSite = Rejected, true
+	return true
+}

@@ -1,0 +1,17 @@
+// Package room is a running waiting room, below the Caddy module and free of it: the
+// module maps its configuration onto a Config and each request onto a Visit, and the
+// room decides.
+//
+// What is where:
+//   - decide.go: Decide, what one request gets (admitted, queued, challenged,
+//     rejected, degraded, over a cap) with what the module must apply; proof.go and
+//     pass.go are the proof of work's and the passes' parts of it, sessionmax.go the
+//     fixed session length's.
+//   - settings.go: the immutable Settings a request reads with one atomic load;
+//     runtimesettings.go defines each setting the admin API can change, once;
+//     overrides.go keeps those changes in the store; floors.go the least each takes.
+//   - room.go: the admission loop, the secret, the touch cache; lottery.go an event's
+//     draw; views.go what a waiter is told; socket.go the waiting sockets.
+//   - admin.go, passes.go, preview.go, history.go: the admin API's operations, with
+//     typed results.
+package room

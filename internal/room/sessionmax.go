@@ -1,0 +1,60 @@
+package room
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+)
+
+// ReasonSessionMax is what the answer to a visitor whose session reached session_max
+// says ("reason" in JSON, the page's notice).
+const ReasonSessionMax = "session_max"
+
+// sessionOver reports whether the admitted session that began at since has reached
+// session_max: decided from the cookie alone, so the admitted hot path makes no store
+// call for it.
+func (s *Settings) sessionOver(since, now time.Time) bool {
+	return s.SessionMax > 0 && now.Sub(since) >= s.SessionMax
+}
+
+// sessionMaxLapsed reports whether a session the store no longer holds most likely
+// ended at session_max. The cookie's admission time is when the visitor came in after
+// the store admitted them from the line (the reload after the push, or the next poll),
+// so the store's own session_max ends the session up to that lag earlier than the
+// cookie says.
+func (s *Settings) sessionMaxLapsed(since, now time.Time) bool {
+	lag := time.Duration(s.refreshSeconds())*time.Second + stepEvery
+	return s.SessionMax > 0 && now.Sub(since) >= s.SessionMax-lag
+}
+
+// endSession ends an admitted visitor's session at session_max: the slot is freed now
+// (the store's step would free it within a tick anyway), and the caller treats the
+// request as a new visitor's.
+func (rm *Room) endSession(ctx context.Context, id queue.VisitorID) {
+	rm.forgetTouched(id)
+	if _, err := rm.cfg.Store.Leave(ctx, id); err != nil {
+		rm.storeError("ending session at session_max", err)
+		return
+	}
+	rm.kick()
+	if c := rm.cfg.Logger.Check(zap.DebugLevel, "session reached session_max"); c != nil {
+		c.Write(zap.String("room", rm.cfg.Name), zap.Stringer("visitor", id))
+	}
+}
+
+// Revoke frees id's slot now and admits the next waiter: the upstream said the
+// visitor is done (after a checkout, say).
+func (rm *Room) Revoke(ctx context.Context, id queue.VisitorID) {
+	rm.forgetTouched(id)
+	if _, err := rm.cfg.Store.Leave(ctx, id); err != nil {
+		rm.storeError("revoke", err)
+		return
+	}
+	rm.kick()
+	if c := rm.cfg.Logger.Check(zap.DebugLevel, "session revoked by upstream"); c != nil {
+		c.Write(zap.String("room", rm.cfg.Name), zap.Stringer("visitor", id))
+	}
+}
