@@ -27,8 +27,8 @@ const (
 // visit is what the room decided about one request. Its placeholders are given to the
 // request's replacer as one provider, read when a placeholder is asked for: an
 // admitted request that no route asks about pays for this struct and the provider,
-// never for formatting an id. It holds the request's decision and, when admitted, the
-// watcher of the upstream's answer, so a request allocates one object for all three.
+// never for formatting an id. When admitted, it holds the watcher of the upstream's
+// answer too, so a request allocates one object for both.
 type visit struct {
 	room     string
 	status   string
@@ -38,8 +38,7 @@ type visit struct {
 	known    bool
 	position int
 
-	decision room.Decision
-	watcher  revokeWatcher // an admitted request's (passAdmitted)
+	watcher revokeWatcher // an admitted request's (passAdmitted)
 }
 
 // visitOf returns the request's visit, registered with its replacer; nil (which every

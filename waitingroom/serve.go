@@ -17,9 +17,22 @@ import (
 // decision into the response.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	v := h.visitOf(r) // the placeholders (placeholders.go)
-	// A pass or a proof never goes upstream, whoever sends it (pass.go, proof.go).
+	var facts room.Visit
+	h.factsOf(r, &facts)
+	var d room.Decision // on the stack: the hot path allocates nothing for it
+	h.room.Decide(r.Context(), &facts, &d)
+	v.decided(&d)
+	if cookie := d.Cookie(); cookie != nil {
+		h.Cookie.Set(w, r, cookie, d.CookieExpires)
+	}
+	return h.answer(w, r, next, v, &facts, &d)
+}
+
+// factsOf reads what the room decides on from r. A pass or a proof is taken out of
+// the request: it never goes upstream, whoever sends it (pass.go, proof.go).
+func (h *Handler) factsOf(r *http.Request, facts *room.Visit) {
 	proof := takeProof(r)
-	facts := room.Visit{
+	*facts = room.Visit{
 		Now:            h.clock.Now(),
 		Cookie:         h.Cookie.Value(r),
 		Pass:           takePass(r),
@@ -27,6 +40,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		ProofInAddress: proof.inQuery,
 		Socket:         push.IsWaitingSocket(r),
 		Preflight:      isPreflight(r),
+		Page:           proof.inQuery && wantsPage(r),
 	}
 	if facts.Socket {
 		facts.CrossSite = push.CrossOrigin(r)
@@ -34,18 +48,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if h.PerIP != nil {
 		facts.Addr = clientAddr(r)
 	}
-	facts.Page = proof.inQuery && wantsPage(r)
-	var d *room.Decision
-	if v != nil {
-		d = &v.decision
-	} else {
-		d = new(room.Decision)
-	}
-	h.room.Decide(r.Context(), &facts, d)
-	v.decided(d)
-	if d.Cookie != nil {
-		h.Cookie.Set(w, r, d.Cookie, d.CookieExpires)
-	}
+}
+
+// answer turns the room's decision d on the request into its response.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, v *visit, facts *room.Visit, d *room.Decision) error {
 	switch d.Outcome {
 	case room.Through:
 		return next.ServeHTTP(w, r) // the room is off, or no visitor asks: no cookie, nothing counted
@@ -56,7 +62,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		case d.TellSocket:
 			return h.room.TellAdmitted(w, r)
 		}
-		return h.passAdmitted(w, r, next, v, d.Visitor, d.Cookie != nil)
+		return h.passAdmitted(w, r, next, v, d.Visitor, d.Cookie() != nil)
 	case room.Queued:
 		switch {
 		case d.Clean:
@@ -68,7 +74,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			}
 			return err
 		}
-		return h.respond(w, r, h.StatusCode, d.View, d.Settings)
+		return h.respond(w, r, h.StatusCode, h.room.Tell(d, facts.Now), d.Settings)
 	case room.Challenged:
 		return h.serveChallenge(w, r, d.Challenge, d.Difficulty)
 	case room.Rejected:
@@ -77,7 +83,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			http.Error(w, "cross-origin WebSocket refused", http.StatusForbidden)
 			return nil
 		}
-		return h.respond(w, r, h.RejectStatusCode, d.View, d.Settings)
+		return h.respond(w, r, h.RejectStatusCode, h.room.Tell(d, facts.Now), d.Settings)
 	case room.TooMany:
 		return tooMany(w, d.RetryAfter)
 	}
@@ -85,7 +91,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if h.Fail == failOpen {
 		return next.ServeHTTP(w, r)
 	}
-	return h.respond(w, r, http.StatusServiceUnavailable, d.View, d.Settings)
+	return h.respond(w, r, http.StatusServiceUnavailable, h.room.Tell(d, facts.Now), d.Settings)
 }
 
 // passAdmitted hands the request on, watching the response for the upstream's revoke

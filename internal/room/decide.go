@@ -64,11 +64,11 @@ type Decision struct {
 	Visitor queue.VisitorID
 	Waited  time.Duration
 
-	// Cookie, when not nil, is the cookie value to set, until CookieExpires; an
-	// admitted request whose cookie is set has just been confirmed with the store.
-	Cookie        []byte
+	// CookieExpires is when the cookie to set (Cookie) expires; an admitted request
+	// whose cookie is set has just been confirmed with the store.
 	CookieExpires time.Time
-	sealed        [token.Text]byte
+	sealed        [token.Text]byte // the cookie's value: sealed[:sealedLen]
+	sealedLen     int
 
 	// Clean says to send the browser back to its address without the proof it came
 	// with, now that it has its cookie.
@@ -76,10 +76,12 @@ type Decision struct {
 	// TellSocket says an admitted request is the waiting page's WebSocket, to be told
 	// so and closed rather than handed on.
 	TellSocket bool
-	// Status is the store's word on a queued waiter, for its WebSocket.
+	// Status is the store's word on a queued waiter.
 	Status queue.Status
-	// View is what a queued, rejected or unavailable visitor is told.
-	View page.View
+	// Reason says why a visitor let in before is queued anew, and PassInvalid that
+	// the pass a queued or rejected visitor presented did not hold (see Tell).
+	Reason      string
+	PassInvalid bool
 	// Challenge, of Difficulty bits, is what a challenged visitor must solve.
 	Challenge  string
 	Difficulty int
@@ -91,7 +93,17 @@ type Decision struct {
 
 // setCookie seals tok into the decision's cookie.
 func (d *Decision) setCookie(keys *token.Keyring, tok token.Token) {
-	d.Cookie, d.CookieExpires = keys.AppendSealed(d.sealed[:0], tok), tok.Expires
+	d.sealedLen, d.CookieExpires = len(keys.AppendSealed(d.sealed[:0], tok)), tok.Expires
+}
+
+// Cookie is the cookie value to set, or nil when the request sets none. It is kept
+// in the decision's own array, which holds what a cookie can be, so that a decision
+// on the module's stack stays there.
+func (d *Decision) Cookie() []byte {
+	if d.sealedLen == 0 {
+		return nil
+	}
+	return d.sealed[:d.sealedLen]
 }
 
 // Decide decides what the request v describes gets, making the store calls that
@@ -180,7 +192,7 @@ func (rm *Room) decideQueued(ctx context.Context, v *Visit, d *Decision, keys *t
 		return true
 	}
 	if (st.State == queue.Admitted || st.State == queue.Queued) && rm.invitedOut(ctx, tok, s) {
-		d.Outcome, d.View = Rejected, rm.rejectedView(s)
+		d.Outcome = Rejected
 		return true
 	}
 	switch st.State {
@@ -238,10 +250,7 @@ func (rm *Room) decideNew(ctx context.Context, v *Visit, d *Decision, keys *toke
 		if c := rm.cfg.Logger.Check(zap.DebugLevel, "visitor turned away"); c != nil {
 			c.Write(zap.String("room", rm.cfg.Name), zap.String("mode", s.Mode))
 		}
-		d.Outcome, d.View = Rejected, rm.rejectedView(s)
-		if check == passInvalid {
-			d.View.Pass = "invalid"
-		}
+		d.Outcome, d.PassInvalid = Rejected, check == passInvalid
 	case st.State == queue.Admitted:
 		rm.cfg.Metrics.Admitted(1)
 		rm.admit(d, keys, token.Token{ID: id, Since: now, Pass: invited || check == passValid}, now)
@@ -272,24 +281,41 @@ func (rm *Room) holdPlace(d *Decision, keys *token.Keyring, id queue.VisitorID, 
 	d.setCookie(keys, token.Token{State: queue.Queued, ID: id, Since: since, Expires: now.Add(token.QueuedLife), Pass: pass, Waited: -1})
 }
 
+// Tell is what the visitor d was decided for is told: a queued waiter its place, as
+// the store call made for it saw the room; a rejected visitor that it was turned
+// away; a degraded one that the room is unavailable. It is built only for the
+// answers that carry it, after the decision.
+func (rm *Room) Tell(d *Decision, now time.Time) page.View {
+	var v page.View
+	switch d.Outcome {
+	case Queued:
+		v = rm.statusView(d.Status, d.Settings, now)
+		v.Reason = d.Reason
+	case Rejected:
+		v = rm.rejectedView(d.Settings)
+	default:
+		return rm.unavailableView(d.Settings)
+	}
+	if d.PassInvalid {
+		v.Pass = "invalid"
+	}
+	return v
+}
+
 // queued records a waiter's place in d, with what its answer says: whether the pass
 // it presented held, and why a visitor let in before is queued anew. A WebSocket
 // has no answer to say either in: the page that opens one was told already.
 func (rm *Room) queued(v *Visit, d *Decision, id queue.VisitorID, st queue.Status, reason string, check passCheck) {
 	d.Outcome, d.Visitor, d.Status = Queued, id, st
-	d.View = rm.statusView(st, d.Settings, v.Now)
 	if v.Socket {
 		return
 	}
-	if check == passInvalid {
-		d.View.Pass = "invalid"
-	}
-	d.View.Reason = reason
+	d.PassInvalid, d.Reason = check == passInvalid, reason
 }
 
 // degrade records that the store could not decide.
 func (rm *Room) degrade(d *Decision) {
-	d.Outcome, d.View = Degraded, rm.unavailableView(d.Settings)
+	d.Outcome = Degraded
 }
 
 // refusedSocket refuses a waiting-page WebSocket opened from another site's page. It
