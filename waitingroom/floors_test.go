@@ -30,6 +30,12 @@ func TestDurationFloors(t *testing.T) {
 		{"session_ttl 1ms", "session_ttl 1ms", `"session_ttl":"1ms"`, `{"session_ttl":"1ms"}`, "session_ttl must be at least 10s, got 1ms"},
 		{"session_max 9s", "session_max 9s", `"session_max":"9s"`, `{"session_max":"9s"}`, "session_max must be at least 10s, got 9s"},
 		{"rate window 1ns", "rate 5 1ns", `"rate":{"count":5,"per":"1ns"}`, `{"rate":{"count":5,"per":"1ns"}}`, "rate window must be at least 1s, got 1ns"},
+		// A month is the most a timing takes (room.CheckTiming): the Caddyfile held
+		// only the admin API to it.
+		{"queue_ttl 1000d", "queue_ttl 1000d", `"queue_ttl":"1000d"`, `{"queue_ttl":"1000d"}`, "queue_ttl must be at most 720h0m0s, got 24000h0m0s"},
+		{"session_ttl 1000d", "session_ttl 1000d", `"session_ttl":"1000d"`, `{"session_ttl":"1000d"}`, "session_ttl must be at most 720h0m0s"},
+		{"away_ttl 1000d", "away_ttl 1000d", `"away_ttl":"1000d"`, `{"away_ttl":"1000d"}`, "away_ttl must be at most 720h0m0s"},
+		{"session_max 1000d", "session_max 1000d", `"session_max":"1000d"`, `{"session_max":"1000d"}`, "session_max must be at most 720h0m0s"},
 		{"join_window 10ms", "max_joins_per_ip 5 10ms", `"per_ip":{"max_joins":5,"join_window":"10ms"}`, "", "join_window must be at least 1s, got 10ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
