@@ -6,9 +6,11 @@
 -- given, and past it the script's own line N minus that part's length, which the
 -- store works out and adds to the error (luaScript.locate in scripts.go).
 --
--- ARGV[1]  deadline: the caller's deadline, unix ms by Redis's clock, 0 for none
---          (deadline.go). It is taken off ARGV before the script reads its own
---          arguments, so each script's header numbers its ARGV from 1 after it.
+-- KEYS[1..13]  the room's keys, named by the room part (the scripts given only the
+--              deadline check have their own)
+-- ARGV[1]      deadline: the caller's deadline, unix ms by Redis's clock, 0 for none
+--              (deadline.go). It is taken off ARGV before the script reads its own
+--              arguments, so each script's header numbers its ARGV from 1 after it.
 --
 -- Returns nothing of its own: once the deadline has passed it ends the script with
 -- the error reply "DEADLINE ..." (deadlineReply), before anything is written.
