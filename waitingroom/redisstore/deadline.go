@@ -17,7 +17,7 @@ import (
 // a socket buffer; the caller times out and answers the visitor as failed, and when
 // Redis resumes it would carry out the call anyway: a place nobody holds, a slot nobody
 // uses, a revoke the visitor was told had failed. So every script call carries its
-// deadline, in Redis's own clock, as ARGV[1]; prelude.lua takes it off ARGV and
+// deadline, in Redis's own clock, as ARGV[1]; lua/prelude.lua takes it off ARGV and
 // compares it with Redis's TIME before anything is written, answering with an error
 // reply (deadlineReply) once it has passed.
 //
@@ -45,7 +45,7 @@ const (
 )
 
 // deadlineReply starts the error reply of a script whose caller's deadline had passed
-// (prelude.lua answers with it).
+// (lua/prelude.lua answers with it).
 const deadlineReply = "DEADLINE"
 
 // clockSample is one reading of Redis's clock.

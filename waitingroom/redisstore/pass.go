@@ -23,6 +23,7 @@ import (
 // Past PASS_LANE pass holders in one busy period, a pass holder is queued at the back of
 // the ordinary line (the pass still counts one use). Each pass's uses are one counter,
 // waiting_room:{<room>}:pass:<id>, in the room's slot, expiring with the pass.
+// lua/pass_join.lua is the join; PASS_LANE is set in lua/prelude.lua.
 
 func (s *roomStore) JoinPass(ctx context.Context, id queue.VisitorID, pass queue.PassUse, now time.Time, lim queue.Limits) (queue.Status, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
