@@ -75,6 +75,12 @@ import (
 // script is given and then its own file, so the store adds the file and line to the
 // error (luaScript.locate).
 //
+// A header names each value on a line of its own: "-- KEYS[i]", "-- KEYS[i..j]",
+// "-- ARGV[i]", or "-- ARGV[i+sk]" for the i-th of a group of s values that repeats
+// ("i+k" for one). ARGV are numbered as the script reads them, after the deadline
+// that prelude.lua takes off; TestScriptCallsMatchHeaders checks every call's counts
+// against them.
+//
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
