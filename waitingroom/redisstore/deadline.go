@@ -17,7 +17,7 @@ import (
 // a socket buffer; the caller times out and answers the visitor as failed, and when
 // Redis resumes it would carry out the call anyway: a place nobody holds, a slot nobody
 // uses, a revoke the visitor was told had failed. So every script call carries its
-// deadline, in Redis's own clock, as ARGV[1]; the shared prelude takes it off ARGV and
+// deadline, in Redis's own clock, as ARGV[1]; lua/prelude.lua takes it off ARGV and
 // compares it with Redis's TIME before anything is written, answering with an error
 // reply (deadlineReply) once it has passed.
 //
@@ -44,24 +44,9 @@ const (
 	deadlineMargin = 10
 )
 
-// deadlineReply starts the error reply of a script whose caller's deadline had passed.
+// deadlineReply starts the error reply of a script whose caller's deadline had passed
+// (lua/prelude.lua answers with it).
 const deadlineReply = "DEADLINE"
-
-// deadlineCheck is the start of the prelude: it takes the deadline off ARGV, so no
-// script's own ARGV indices change, and refuses to run past it. A deadline of 0 (none)
-// is not checked.
-const deadlineCheck = `
-local DEADLINE = tonumber(table.remove(ARGV, 1))
-if DEADLINE > 0 then
-  local t = redis.call('TIME')
-  if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > DEADLINE then
-    return redis.error_reply('` + deadlineReply + ` the caller gave up on this call')
-  end
-end
-`
-
-// timeScript reads the clock of the node that holds the room's keys.
-var timeScript = redis.NewScript(`return redis.call('TIME')`)
 
 // clockSample is one reading of Redis's clock.
 type clockSample struct {
@@ -132,7 +117,7 @@ func (s *roomStore) measureClock(ctx context.Context) (*clockSample, error) {
 	received := time.Now()
 	s.shared.noteError(err)
 	if err != nil {
-		return nil, fmt.Errorf("reading redis clock: %w", err)
+		return nil, fmt.Errorf("reading redis clock: %w", timeScript.locate(err))
 	}
 	if len(vals) != 2 {
 		return nil, fmt.Errorf("reading redis clock: unexpected reply %q", vals)

@@ -53,33 +53,6 @@ package redisstore
 // next empties: pass holders arriving meanwhile join at the back of the line, still
 // counted against their uses, which is the price of never handing a lost ticket out
 // again.
-
-// ticketGuard is the prelude's ticket_guard(ticket): the room's last ticket, skipped
-// past the tickets a failover may have lost (and written to meta when it skips).
-// TICKET_SKIP is 2^16; NODE_CHECK_EVERY is in ms.
-const ticketGuard = `
-local TICKET_SKIP, NODE_CHECK_EVERY, TICKETS_PER_MS = 65536, 100, 64
-local function ticket_guard(ticket)
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local seen = redis.call('HMGET', meta, 'node', 'node_at')
-  if not seen[1] and ticket == 0 then
-    ticket = now * TICKETS_PER_MS
-    redis.call('HSET', meta, 'ticket', ticket)
-  end
-  local at = tonumber(seen[2] or 0)
-  if seen[1] and now >= at and now - at < NODE_CHECK_EVERY then return ticket end
-  local info = redis.pcall('INFO', 'replication') -- a table when an ACL denies it
-  local node = type(info) == 'string' and string.match(info, 'master_replid:(%w+)') or ''
-  if seen[1] and seen[1] ~= node then
-    ticket = ticket + TICKET_SKIP
-    redis.call('HSET', meta, 'ticket', ticket)
-    -- The pass lane's counter is as far behind: its lost tickets cannot be skipped
-    -- inside the lane, so the lane closes for the rest of this busy period.
-    local lane = redis.call('HGET', meta, 'lane')
-    if lane then redis.call('HSET', meta, 'lane_next', lane) end
-  end
-  redis.call('HSET', meta, 'node', node, 'node_at', now)
-  return ticket
-end
-`
+//
+// The check is ticket_guard in lua/prelude.lua; join.lua and pass_join.lua call it
+// before they issue a ticket.

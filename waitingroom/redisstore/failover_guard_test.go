@@ -50,8 +50,8 @@ func TestTicketsSkipPastAnotherNode(t *testing.T) {
 	if st, err := s.Join(ctx, queue.NewVisitorID(), now, lim); err != nil || st.State != queue.Admitted {
 		t.Fatalf("the first join after the failover: %+v %v", st, err)
 	}
-	// The skip, then the new busy period's pass lane (PASS_LANE in scripts.go) before
-	// its first ordinary ticket.
+	// The skip, then the new busy period's pass lane (PASS_LANE in lua/prelude.lua)
+	// before its first ordinary ticket.
 	want := last + 65536 + 1 + 16384
 	for i := range 3 {
 		st, err := s.Join(ctx, queue.NewVisitorID(), now, lim)

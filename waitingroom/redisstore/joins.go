@@ -18,16 +18,17 @@ const maxJoinBatch = 128
 // joinBatcher turns the joins that arrive while a join round trip is in flight into
 // the next round trip's batch. A lone visitor's join goes alone, from its own
 // goroutine: one script call and no handoff (a goroutine started and woken for each
-// lone join cost it as much again as the script on a busy machine). Under a surge,
-// one call takes many visitors, which saves Redis and both ends of the connection a
-// request each; a goroutine drains the batches, and ends when nothing is pending.
+// lone join would cost it as much again as the script on a busy machine). Under a
+// surge, one call takes many visitors, which saves Redis and both ends of the
+// connection a request each; a goroutine drains the batches, and ends when nothing is
+// pending.
 //
 // While the room has a line, a join that finds nothing in flight waits joinWait
-// (join_wait, 0 unless set) for others to share its call. Those visitors are queued whatever happens, and wait
-// minutes; a fleet's joins are its Redis's largest cost once the line moves, and a
-// lone join costs Redis nearly as much as a batch of several (docs/performance.md,
-// "A million waiters on one Redis"). With no line, a join may be an admission, and
-// goes at once.
+// (join_wait, 0 unless set) for others to share its call. Those visitors are queued
+// whatever happens, and wait minutes; a fleet's joins are its Redis's largest cost
+// once the line moves, and a lone join costs Redis nearly as much as a batch of
+// several (docs/performance.md, "A million waiters on one Redis"). With no line, a
+// join may be an admission, and goes at once.
 type joinBatcher struct {
 	mu       sync.Mutex
 	pending  []*joinRequest

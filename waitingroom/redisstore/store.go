@@ -64,7 +64,7 @@ func newRoomStore(shared *sharedClient, prefix, room string, timeout, joinWait t
 
 // run calls script within the store's timeout (or ctx's deadline, if earlier), with
 // that deadline as the script's first argument (see deadline.go).
-func (s *roomStore) run(ctx context.Context, script *redis.Script, args ...any) *redis.Cmd {
+func (s *roomStore) run(ctx context.Context, script *luaScript, args ...any) *redis.Cmd {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	callerDeadline, _ := ctx.Deadline()
@@ -72,8 +72,8 @@ func (s *roomStore) run(ctx context.Context, script *redis.Script, args ...any) 
 }
 
 // runUntil calls script for a caller that gives up at callerDeadline; ctx bounds the
-// call itself.
-func (s *roomStore) runUntil(ctx context.Context, callerDeadline time.Time, script *redis.Script, args ...any) *redis.Cmd {
+// call itself. A script's error says where in lua/ it came from.
+func (s *roomStore) runUntil(ctx context.Context, callerDeadline time.Time, script *luaScript, args ...any) *redis.Cmd {
 	deadline, err := s.deadline(ctx, callerDeadline)
 	if err != nil {
 		cmd := redis.NewCmd(ctx)
@@ -81,10 +81,14 @@ func (s *roomStore) runUntil(ctx context.Context, callerDeadline time.Time, scri
 		return cmd
 	}
 	cmd := script.Run(ctx, s.shared.client, s.keys, append([]any{deadline}, args...)...)
-	if err := cmd.Err(); isDeadlineReply(err) {
+	err = cmd.Err()
+	if isDeadlineReply(err) {
 		s.refreshClock() // late because Redis stalled, or because the clocks moved
-	} else {
-		s.shared.noteError(err)
+		return cmd
+	}
+	s.shared.noteError(err)
+	if err != nil {
+		cmd.SetErr(script.locate(err))
 	}
 	return cmd
 }
@@ -302,6 +306,7 @@ func (s *roomStore) SwapOverrides(ctx context.Context, old, doc []byte) (bool, e
 		s.refreshClock()
 	} else {
 		s.shared.noteError(err)
+		err = swapOverridesScript.locate(err)
 	}
 	if err != nil {
 		return false, fmt.Errorf("saving runtime settings: %w", err)

@@ -1,0 +1,10 @@
+-- stats.lua: the room's counters.
+--
+-- KEYS[1..13]  the room's keys (prelude.lua)
+-- ARGV         none after the deadline (prelude.lua)
+--
+-- Returns {active, waiting (present), admitted total, away}.
+
+local away = away_count()
+return {redis.call('ZCARD', active), redis.call('ZCARD', queue) - away,
+  tonumber(redis.call('HGET', meta, 'admitted_total') or 0), away}
