@@ -56,7 +56,7 @@ var httpRooms = []httpRoom{
 type httpStore struct {
 	name    string
 	config  string       // the rooms' store directive
-	newGoal float64      // new visitors (admitted or queued) vs bare, from DESIGN.md
+	newGoal float64      // new visitors (admitted or queued) vs bare: the design's target
 	redis   *redisServer // the store's server, nil for memory
 }
 
@@ -232,9 +232,10 @@ func (b *httpBench) check(res map[string]wrkResult) error {
 	return nil
 }
 
-// rows are the throughput of each room target against bare, with DESIGN.md's targets,
-// then the same targets' cost: requests per CPU second of the serving processes,
-// which the neighbours on a shared machine hardly move (no target: a cross-check).
+// rows are the throughput of each room target against bare, with the design's targets
+// (listed under docs/performance.md's table), then the same targets' cost: requests
+// per CPU second of the serving processes, which the neighbours on a shared machine
+// hardly move (no target: a cross-check).
 func (b *httpBench) rows(res map[string]wrkResult) []row {
 	s := b.label
 	figures := []struct {

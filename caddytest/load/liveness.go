@@ -21,9 +21,9 @@ import (
 // keeping its waiters alive), with no sockets. It runs each size twice where the
 // machine allows: with the hubs holding their waiters (queue.Holder: each round, one
 // call for the sockets opened since the last, and one lease per instance) and, as the
-// baseline, hearing of every waiter every heartbeat interval, as hubs did before. Each
-// Redis is a fresh redis-server of the run; its commands, CPU and memory are read from
-// the server itself.
+// baseline, hearing of every waiter every heartbeat interval, as a hub that held none
+// would. Each Redis is a fresh redis-server of the run; its commands, CPU and memory
+// are read from the server itself.
 func init() {
 	register(section{
 		name:  "liveness",
@@ -118,7 +118,7 @@ func livenessRows(n int, held simResult, beat *simResult) []row {
 	if beat != nil {
 		b = *beat
 	}
-	// The targets are for a million waiters; below, an instance's own steps and
+	// The idle and CPU targets are for a million waiters; below, an instance's own steps and
 	// rounds (a fixed cost, whatever its waiters) are most of what Redis runs. Memory
 	// per waiter is read where the waiters, not the connections, are most of it.
 	idleTarget, cpuTarget, memTarget := "", "", ""

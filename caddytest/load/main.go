@@ -12,7 +12,7 @@
 //	go run ./load                 # every section, full scale
 //	go run ./load -quick          # every section, small scale (a smoke run)
 //	go run ./load -only http,ws   # some sections
-//	go run ./load -tls            # and the http and ws sections over HTTPS too
+//	go run ./load -tls            # and the http, admitted and ws sections over HTTPS too
 //	go run ./load -docs ../docs/performance.md   # and rewrite the manual's table
 //
 // It needs redis-server and wrk on PATH (Debian: redis-server, wrk).
@@ -44,7 +44,7 @@ type options struct {
 	docs      string        // a Markdown file whose table block the run rewrites; none when empty
 	keep      bool          // keep the run's folder (Caddyfiles, logs) instead of removing it
 	liveness  []int         // the liveness section's room sizes; its default scale when empty
-	tls       bool          // run the http and ws sections over HTTPS too (tls.go)
+	tls       bool          // run the http, admitted and ws sections over HTTPS too (tls.go)
 }
 
 // A section measures one group of figures. Sections register themselves from their

@@ -14,7 +14,7 @@ import (
 
 // The ws section holds -waiters waiting WebSockets (100,000) on -instances Caddy
 // processes (6) sharing one Redis, from -clients client processes (6), and measures
-// what the README promises about them: every waiter hears from the room at least
+// what the manual promises about them: every waiter hears from the room at least
 // every 2 s while nobody moves, the server's memory per waiter, Redis's memory per
 // waiter, and Redis commands for the position pushes that do not grow with the
 // waiters. It grows the crowd in three steps (1 %, 10 %, 100 %) and measures an idle

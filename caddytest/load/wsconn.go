@@ -41,7 +41,7 @@ type waiterConn struct {
 	cookie string        // the Cookie header the join earned (the room's cookie)
 }
 
-// subprotocol is the waiting page's WebSocket subprotocol (see the README).
+// subprotocol is the waiting page's WebSocket subprotocol (docs/waiting-page.md).
 const subprotocol = "waiting-room.v1"
 
 // handshakeTimeout bounds the join and the upgrade together: a liveness deadline on

@@ -6,13 +6,11 @@
 // A page is not rendered by executing html/template per visitor: Page renders each
 // kind of page once, as a frame with holes for the numbers and the nonce (page.go,
 // frame.go, probe.go, volatile.go), and splices DEFLATE blocks compressed once into
-// each visitor's gzip stream (gzip.go, crc.go). Figure, from one sitting of wrk
-// against the queued page (every request a new visitor, Caddy v2.11.9, 2 cores):
-// with the engine the page runs at 0.81x bare Caddy over HTTP and 0.86x over TLS;
-// html/template's Execute plus a pooled per-request gzip runs at 0.14x (compress/gzip)
-// to 0.22x (klauspost/compress at BestSpeed) over HTTP and 0.17-0.21x over TLS, with
-// 4.5-8.5x the CPU per page (320-550 us against 60-80 us); Execute alone, sent
-// uncompressed, reaches 0.47x the engine. TestEmbeddedPageIsSplicedExactly,
+// each visitor's gzip stream (gzip.go, crc.go), because executing the template costs
+// more than the rest of the request: in one sitting of wrk against the queued page
+// (every request a new visitor, 2 cores), the page runs at 0.81x bare Caddy this way
+// and at 0.14-0.22x with html/template's Execute and a pooled per-request gzip
+// (compress/gzip, or klauspost/compress at BestSpeed). TestEmbeddedPageIsSplicedExactly,
 // FuzzPageIsTheTemplate and FuzzGzipPageIsThePage hold every render to what executing
 // the template writes.
 package page

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// setHeader is Header.Set for every field but Vary, which it adds to; later changes
+// SetHeader is Header.Set for every field but Vary, which it adds to; later changes
 // to one field never reach another.
 func TestSetHeaderIsSetAndAdd(t *testing.T) {
 	fields := []Field{{"Cache-Control", "no-store"}, {"Vary", "Accept"}, {"Content-Type", "text/html"}}

@@ -14,7 +14,7 @@ import (
 // what the rest of answering them does, so a Page renders each kind of page once,
 // as a frame with holes for the numbers and the nonce (frame.go), and fills the
 // holes per request. A template that does more with those fields than print them
-// (say {{if lt .Position 10}}) is executed for every visitor, as before; Unspliced
+// (say {{if lt .Position 10}}) is executed for every visitor instead; Unspliced
 // says why. Either way Render writes exactly what executing the template writes.
 type Page struct {
 	layout *layout

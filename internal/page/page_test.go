@@ -29,8 +29,7 @@ var numberSets = []Data{
 	{Position: 123456789012, Waiting: 123456789012345, Active: 1 << 40, ETASeconds: 1 << 40, Progress: 99, StartsInSeconds: 1 << 33},
 }
 
-// direct is what html/template writes for d, the way the handler rendered every page
-// before Page existed.
+// direct is what html/template writes for d: what every render of a Page must equal.
 func direct(t *testing.T, tmpl *template.Template, d Data) string {
 	t.Helper()
 	d.T = Messages(d.Lang)

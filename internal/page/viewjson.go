@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// appendJSON appends what json.Marshal writes for v. Every poll, every API client and
+// AppendJSON appends to dst what json.Marshal writes for v. Every poll, every API client and
 // every WebSocket push encodes a view; doing it by hand skips the reflection and the
 // encoder's allocations. TestViewJSONIsEncodingJSONs holds the two equal.
 func (v *View) AppendJSON(dst []byte) []byte {

@@ -32,9 +32,12 @@ const (
 	minSpan       = 5 * time.Second
 )
 
+// NewEstimator returns an Estimator with no evidence yet, measuring over the last three
+// minutes.
 func NewEstimator() *Estimator { return &Estimator{window: estimatorWindow} }
 
-// observe records the room's admitted-total counter at time now.
+// Observe records the room's admitted-total counter at time now, at most once per
+// sampleEvery.
 func (e *Estimator) Observe(now time.Time, total uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -54,7 +57,7 @@ func (e *Estimator) Observe(now time.Time, total uint64) {
 	e.samples = append(e.samples[cut:], rateSample{at: now, total: total})
 }
 
-// rate is the admissions per second over the window, and whether there is enough
+// Rate is the admissions per second over the window, and whether there is enough
 // evidence to say.
 func (e *Estimator) Rate() (float64, bool) {
 	e.mu.Lock()

@@ -138,7 +138,7 @@ func (s *MemoryStore) passPositionLocked(ticket uint64) int {
 	return s.pass.live.prefix(int(ticket-PassLane-s.pass.base)) + 1
 }
 
-// passPresent reports whether ticket is a present waiter of the pass lane.
+// passPresentLocked reports whether ticket is a present waiter of the pass lane.
 func (s *MemoryStore) passPresentLocked(ticket uint64) bool {
 	i := ticket - PassLane - s.pass.base
 	if ticket < PassLane+s.pass.base || i >= uint64(len(s.pass.slots)) {

@@ -30,13 +30,13 @@ type touchShard struct {
 	mu sync.RWMutex
 	at map[VisitorID]int64 // unix nanoseconds of the last confirmation
 	// peak is the most entries since the map was last made: Go maps keep their
-	// storage when entries go, so prune remakes a map that shrank to a quarter.
+	// storage when entries go, so Prune remakes a map that shrank to a quarter.
 	peak int
 }
 
 func (c *TouchCache) shard(id VisitorID) *touchShard { return &c.shards[id[0]%touchShards] }
 
-// recent reports whether id was confirmed within TouchEvery of now.
+// Recent reports whether id was confirmed within TouchEvery of now.
 func (c *TouchCache) Recent(id VisitorID, now time.Time) bool {
 	s := c.shard(id)
 	s.mu.RLock()
@@ -45,7 +45,7 @@ func (c *TouchCache) Recent(id VisitorID, now time.Time) bool {
 	return ok && now.UnixNano()-at < int64(TouchEvery)
 }
 
-// mark records that id was confirmed at now.
+// Mark records that id was confirmed at now.
 func (c *TouchCache) Mark(id VisitorID, now time.Time) {
 	s := c.shard(id)
 	s.mu.Lock()
@@ -57,6 +57,7 @@ func (c *TouchCache) Mark(id VisitorID, now time.Time) {
 	s.mu.Unlock()
 }
 
+// Forget drops id, so that id's next request asks the store again.
 func (c *TouchCache) Forget(id VisitorID) {
 	s := c.shard(id)
 	s.mu.Lock()
@@ -64,7 +65,7 @@ func (c *TouchCache) Forget(id VisitorID) {
 	s.mu.Unlock()
 }
 
-// prune drops the entries confirmed before cutoff (unix nanoseconds).
+// Prune drops the entries confirmed before cutoff (unix nanoseconds).
 func (c *TouchCache) Prune(cutoff int64) {
 	for i := range c.shards {
 		s := &c.shards[i]
@@ -81,6 +82,8 @@ func (c *TouchCache) Prune(cutoff int64) {
 	}
 }
 
+// Clear drops every entry, so that every admitted visitor's next request asks the
+// store again.
 func (c *TouchCache) Clear() {
 	for i := range c.shards {
 		s := &c.shards[i]
@@ -90,7 +93,7 @@ func (c *TouchCache) Clear() {
 	}
 }
 
-// len counts the entries (for tests).
+// Len counts the entries (for tests).
 func (c *TouchCache) Len() int {
 	n := 0
 	for i := range c.shards {

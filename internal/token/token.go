@@ -90,7 +90,7 @@ func NewKeyring(room string, secrets [][]byte) *Keyring {
 	return k
 }
 
-// seal returns the cookie value for t.
+// Seal returns the cookie value for t.
 func (k *Keyring) Seal(t Token) string {
 	var text [Text]byte
 	return string(k.AppendSealed(text[:0], t))
@@ -117,7 +117,7 @@ func (k *Keyring) AppendSealed(dst []byte, t Token) []byte {
 	return base64.RawURLEncoding.AppendEncode(dst, raw[:])
 }
 
-// open verifies a cookie value and returns its token. Anything wrong (shape, version,
+// Open verifies a cookie value and returns its token. Anything wrong (shape, version,
 // MAC under every secret, state, expiry) reports false: the request is a new visitor.
 // It is the admitted visitor's hot path, so it allocates nothing.
 func (k *Keyring) Open(value string, now time.Time) (Token, bool) {
