@@ -10,62 +10,12 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddytest"
 	"github.com/coder/websocket"
 )
-
-// The in-process Caddy of the caddytest harness serves these tests, one at a time.
-const (
-	livePort = 9080
-	liveBase = "http://localhost:9080"
-)
-
-var roomSeq atomic.Int64
-
-// uniqueRoom names a room no other test uses: the memory store keeps a room's state
-// across config loads by name, which is the point of one test and a leak in the others.
-func uniqueRoom(t *testing.T) string {
-	return fmt.Sprintf("room%d_%d", time.Now().UnixNano()%1e6, roomSeq.Add(1))
-}
-
-// liveGlobals opens the global options block of every in-process test config (the
-// harness's fixed admin port, our ports, no trust store, instant shutdown); extra
-// global options and the closing brace follow.
-func liveGlobals(extra string) string {
-	return fmt.Sprintf("{\n\tadmin localhost:2999\n\thttp_port %d\n\thttps_port 9443\n\tgrace_period 1ns\n\tskip_install_trust\n\tlocal_certs\n%s}\n", livePort, extra)
-}
-
-// liveConfig is a site with a waiting room in front of a tiny upstream: GET /checkout
-// answers with the revoke command, anything else echoes its path.
-func liveConfig(room string, options string) string {
-	return liveGlobals("") + fmt.Sprintf(`
-http://localhost:%d {
-	waiting_room {
-		name %s
-		%s
-	}
-	handle /checkout {
-		header Waiting-Room-Command revoke
-		respond "order placed"
-	}
-	respond "upstream {path}"
-}
-`, livePort, room, options)
-}
-
-func startLive(t *testing.T, room, options string) *caddytest.Tester {
-	t.Helper()
-	tester := caddytest.NewTester(t)
-	tester.InitServer(liveConfig(room, options), "caddyfile")
-	if t.Failed() {
-		t.FailNow()
-	}
-	return tester
-}
 
 // visitor is one person with one browser: its own cookie jar.
 type visitor struct {
