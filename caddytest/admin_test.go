@@ -1,18 +1,14 @@
 package caddytest
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 const adminBase = "http://localhost:2999"
@@ -44,25 +40,6 @@ func roomInfo(t *testing.T, room string) roomObject {
 		t.Fatal(err)
 	}
 	return info
-}
-
-// visitorID reads the visitor id out of a visitor's room cookie (version, state, then
-// the 16-byte id), as an operator would take it from a log line.
-func (v *visitor) visitorID(t *testing.T) string {
-	t.Helper()
-	u, _ := url.Parse(liveBase)
-	for _, c := range v.client.Jar.Cookies(u) {
-		if strings.HasPrefix(c.Name, "waiting_room_") {
-			raw, err := base64.RawURLEncoding.DecodeString(c.Value)
-			if err == nil && len(raw) > 18 {
-				var id queue.VisitorID
-				copy(id[:], cookieIDBytes(raw))
-				return id.String()
-			}
-		}
-	}
-	t.Fatal("visitor has no room cookie")
-	return ""
 }
 
 func TestAdminListAndGet(t *testing.T) {

@@ -14,7 +14,6 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-	"github.com/coder/websocket"
 )
 
 // etaShape is every way the English page may state a wait: never a precise count
@@ -37,17 +36,6 @@ func (b *tab) untilReported(what string, from int, ok func(pageEvent) bool) (pag
 		return false, fmt.Sprintf("%d reports, the last %+v", len(evs), evs[max(len(evs)-3, 0):])
 	})
 	return found, at
-}
-
-// leave gives up v's place the way the page's "leave" button does.
-func (v *visitor) leave() {
-	v.t.Helper()
-	c := v.socket("/")
-	next(v.t, c)
-	if err := c.Write(context.Background(), websocket.MessageText, []byte(`{"type":"leave"}`)); err != nil {
-		v.t.Fatal(err)
-	}
-	c.Close(websocket.StatusNormalClosure, "")
 }
 
 // The seed scenario: capacity 10, twenty people ahead (ten in, ten waiting), the

@@ -47,14 +47,6 @@ func (v *visitor) send(path string, hdr http.Header) (*http.Response, string) {
 	return resp, string(body)
 }
 
-// short is the start of a body, enough to tell the waiting page from the upstream.
-func short(body string) string {
-	if len(body) > 60 {
-		return body[:60] + "…"
-	}
-	return body
-}
-
 // roomCookies are the room's cookies the visitor holds.
 func (v *visitor) roomCookies() []string {
 	u, _ := url.Parse(liveBase)

@@ -2,15 +2,10 @@ package caddytest
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -298,155 +292,6 @@ func roomBlock(name, paths string, capacity int, store string, extra ...string) 
 		name, paths, name, name, capacity, store, strings.Join(extra, "\n\t\t"))
 }
 
-// fleetTransport is shared by every guest: connections are pooled per instance, cookies
-// are per guest.
-var fleetTransport = &http.Transport{
-	MaxIdleConns:        2000,
-	MaxIdleConnsPerHost: 1000,
-	IdleConnTimeout:     30 * time.Second,
-}
-
-// guest is one person with one browser (one cookie jar) who may be sent to any
-// instance by a load balancer. A cookie jar ignores ports, so the cookie one instance
-// sets goes with the next request to another, as it would behind one host name.
-type guest struct {
-	client *http.Client
-}
-
-func newGuest() *guest {
-	jar, _ := cookiejar.New(nil)
-	return &guest{client: &http.Client{Jar: jar, Transport: fleetTransport, Timeout: eventDeadline}}
-}
-
-func (g *guest) get(base, path, accept string) (int, string, error) {
-	req, err := http.NewRequest(http.MethodGet, base+path, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	if accept != "" {
-		req.Header.Set("Accept", accept)
-	}
-	resp, err := g.client.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
-}
-
-// place asks for path as an API client: the queued answer, or admitted when the
-// request reached the upstream.
-func (g *guest) place(base, path string) (q queueAnswer, admitted bool, err error) {
-	code, body, err := g.get(base, path, "application/json")
-	if err != nil {
-		return q, false, err
-	}
-	if strings.HasPrefix(body, "upstream ") || body == "done" {
-		return q, true, nil
-	}
-	if err := json.Unmarshal([]byte(body), &q); err != nil || q.Status != "queued" {
-		return q, false, fmt.Errorf("%s%s: not a queued answer: %d %q", base, path, code, body)
-	}
-	return q, false, nil
-}
-
-// cookie is the guest's cookie of the named room, "" if none.
-func (g *guest) cookie(base, room string) string {
-	u, _ := url.Parse(base + "/")
-	for _, c := range g.client.Jar.Cookies(u) {
-		if c.Name == "waiting_room_"+room {
-			return c.Value
-		}
-	}
-	return ""
-}
-
-// visitorID reads the visitor id out of the room's cookie. The cookie is signed, not
-// encrypted, and its layout is fixed (version, state, [flags in version 2,] 16-byte
-// id, ...: see internal/token/token.go); the tests use the id only to follow a visitor
-// through the store's own record (the admissions it publishes).
-func (g *guest) visitorID(base, room string) (string, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(g.cookie(base, room))
-	if err != nil || len(raw) < 19 {
-		return "", fmt.Errorf("no readable cookie of room %s (%v)", room, err)
-	}
-	return string(cookieIDBytes(raw)), nil
-}
-
-// cookieIDBytes is the visitor id in a decoded room cookie of either version.
-func cookieIDBytes(raw []byte) []byte {
-	if raw[0] == 1 {
-		return raw[2:18]
-	}
-	return raw[3:19]
-}
-
-// socket opens the waiting page's WebSocket at base+path, as the page would: same
-// origin as the instance it talks to, the room's subprotocol, the guest's cookies.
-func (g *guest) socket(ctx context.Context, base, path string) (*websocket.Conn, error) {
-	u, _ := url.Parse(base + path)
-	hdr := http.Header{}
-	for _, c := range g.client.Jar.Cookies(u) {
-		hdr.Add("Cookie", c.Name+"="+c.Value)
-	}
-	hdr.Set("Origin", base)
-	ctx, cancel := context.WithTimeout(ctx, eventDeadline)
-	defer cancel()
-	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+path, &websocket.DialOptions{
-		Subprotocols: []string{"waiting-room.v1"},
-		HTTPHeader:   hdr,
-		HTTPClient:   &http.Client{Transport: fleetTransport},
-	})
-	if err != nil && resp != nil {
-		return nil, fmt.Errorf("websocket to %s: %v (%v): %w", u, err, resp, refusedUpgrade(resp.StatusCode))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("websocket to %s: %v", u, err)
-	}
-	if c.Subprotocol() != "waiting-room.v1" {
-		c.CloseNow()
-		return nil, fmt.Errorf("websocket subprotocol %q", c.Subprotocol())
-	}
-	return c, nil
-}
-
-// refusedUpgrade is the status a WebSocket upgrade was answered with instead of 101.
-type refusedUpgrade int
-
-func (r refusedUpgrade) Error() string { return fmt.Sprintf("upgrade answered %d", int(r)) }
-
-// readMessage reads the next server message, bounded by the liveness deadline.
-func readMessage(ctx context.Context, c *websocket.Conn) (queueAnswer, error) {
-	ctx, cancel := context.WithTimeout(ctx, eventDeadline)
-	defer cancel()
-	_, data, err := c.Read(ctx)
-	if err != nil {
-		return queueAnswer{}, err
-	}
-	var m queueAnswer
-	if err := json.Unmarshal(data, &m); err != nil {
-		return queueAnswer{}, fmt.Errorf("bad message %q", data)
-	}
-	return m, nil
-}
-
-// awaitAdmitted reads positions until the server says admitted.
-func awaitAdmitted(ctx context.Context, c *websocket.Conn) error {
-	for {
-		m, err := readMessage(ctx, c)
-		if err != nil {
-			return fmt.Errorf("waiting for admitted: %w", err)
-		}
-		if m.Type == "admitted" {
-			return nil
-		}
-		if m.Type != "position" && m.Type != "message" {
-			return fmt.Errorf("unexpected message %+v", m)
-		}
-	}
-}
-
 // roomKey is a key of the room in Redis. The tests read the store directly for
 // room-wide facts no single instance can tell (how many hold a slot right now); the
 // layout is the store's (waitingroom/redisstore/scripts.go).
@@ -511,9 +356,3 @@ func newRedisClient(t testing.TB, addrs ...string) redis.UniversalClient {
 }
 
 func shortID(id string) string { return hex.EncodeToString([]byte(id))[:8] }
-
-// isUnavailable reports whether a JSON answer is the room's "temporarily unavailable".
-func isUnavailable(body string) bool {
-	var v struct{ Status string }
-	return json.Unmarshal([]byte(body), &v) == nil && v.Status == "unavailable"
-}

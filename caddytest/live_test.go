@@ -2,13 +2,10 @@ package caddytest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -16,149 +13,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddytest"
 	"github.com/coder/websocket"
 )
-
-// visitor is one person with one browser: its own cookie jar.
-type visitor struct {
-	t      *testing.T
-	client *http.Client
-}
-
-func newVisitor(t *testing.T) *visitor {
-	jar, _ := cookiejar.New(nil)
-	return &visitor{t: t, client: &http.Client{Jar: jar, Timeout: 10 * time.Second}}
-}
-
-func (v *visitor) get(path, accept string) (int, http.Header, string) {
-	v.t.Helper()
-	code, hdr, body, err := v.tryGet(path, accept)
-	if err != nil {
-		v.t.Fatal(err)
-	}
-	return code, hdr, body
-}
-
-// tryGet is get for goroutines other than the test's: it reports errors.
-func (v *visitor) tryGet(path, accept string) (int, http.Header, string, error) {
-	req, _ := http.NewRequest(http.MethodGet, liveBase+path, nil)
-	if accept != "" {
-		req.Header.Set("Accept", accept)
-	}
-	resp, err := v.client.Do(req)
-	if err != nil {
-		return 0, nil, "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(body), err
-}
-
-// place is the waiter's JSON answer; admitted is true when the request reached the
-// upstream instead.
-func (v *visitor) place(path string) (q queueAnswer, admitted bool) {
-	v.t.Helper()
-	q, admitted, err := v.tryPlace(path)
-	if err != nil {
-		v.t.Fatal(err)
-	}
-	return q, admitted
-}
-
-// tryPlace is place for goroutines other than the test's: it reports errors.
-func (v *visitor) tryPlace(path string) (q queueAnswer, admitted bool, err error) {
-	_, _, body, err := v.tryGet(path, "application/json")
-	if err != nil {
-		return q, false, err
-	}
-	if strings.HasPrefix(body, "upstream ") || body == "order placed" {
-		return q, true, nil
-	}
-	if err := json.Unmarshal([]byte(body), &q); err != nil || q.Status != "queued" {
-		return q, false, fmt.Errorf("not a queued answer: %q", body)
-	}
-	return q, false, nil
-}
-
-type queueAnswer struct {
-	Type           string `json:"type"`
-	Room           string `json:"room"`
-	Status         string `json:"status"`
-	Position       int    `json:"position"`
-	Waiting        int    `json:"waiting"`
-	Active         int    `json:"active"`
-	Capacity       int    `json:"capacity"`
-	ETASeconds     *int   `json:"eta_seconds"`
-	RefreshSeconds int    `json:"refresh_seconds"`
-	AwayTTLSeconds int    `json:"away_ttl_seconds"`
-	Returned       bool   `json:"returned"`
-	Message        string `json:"message"` // the message to the line, in JSON answers
-	Text           string `json:"text"`    // a "message" frame's text
-	Reason         string `json:"reason"`  // why a visitor let in before is queued anew
-}
-
-// socket opens the waiting page's WebSocket with the visitor's cookies.
-func (v *visitor) socket(path string) *websocket.Conn {
-	v.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := v.trySocket(ctx, path)
-	if err != nil {
-		v.t.Fatal(err)
-	}
-	v.t.Cleanup(func() { c.CloseNow() })
-	return c
-}
-
-// trySocket is socket for goroutines other than the test's: it reports errors, and
-// the caller closes the connection.
-func (v *visitor) trySocket(ctx context.Context, path string) (*websocket.Conn, error) {
-	u, _ := url.Parse(liveBase + path)
-	hdr := http.Header{}
-	for _, c := range v.client.Jar.Cookies(u) {
-		hdr.Add("Cookie", c.Name+"="+c.Value)
-	}
-	hdr.Set("Origin", liveBase)
-	c, resp, err := websocket.Dial(ctx, "ws://localhost:9080"+path, &websocket.DialOptions{
-		Subprotocols: []string{"waiting-room.v1"},
-		HTTPHeader:   hdr,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("websocket: %v (%v)", err, resp)
-	}
-	if c.Subprotocol() != "waiting-room.v1" {
-		c.CloseNow()
-		return nil, fmt.Errorf("subprotocol %q", c.Subprotocol())
-	}
-	return c, nil
-}
-
-// next reads the next message, failing after a generous deadline (a liveness bound,
-// not a timing assertion).
-func next(t *testing.T, c *websocket.Conn) queueAnswer {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	_, data, err := c.Read(ctx)
-	if err != nil {
-		t.Fatalf("reading websocket: %v", err)
-	}
-	var m queueAnswer
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatalf("bad message %q", data)
-	}
-	return m
-}
-
-// until reads messages until one satisfies ok.
-func until(t *testing.T, c *websocket.Conn, what string, ok func(queueAnswer) bool) queueAnswer {
-	t.Helper()
-	for i := 0; i < 100; i++ {
-		if m := next(t, c); ok(m) {
-			return m
-		}
-	}
-	t.Fatalf("no %s in 100 messages", what)
-	return queueAnswer{}
-}
 
 func TestLiveFirstNPassRestQueueInArrivalOrder(t *testing.T) {
 	room := uniqueRoom(t)
