@@ -217,17 +217,3 @@ func waitThenShop(v *visitor, churn *churnCount, position int) error {
 	}
 	return nil
 }
-
-// tryRoomInfo reads one room from the admin API, for goroutines other than the test's.
-func tryRoomInfo(room string) (roomObject, error) {
-	var info roomObject
-	resp, err := http.Get(adminBase + "/waiting_room/" + room)
-	if err != nil {
-		return info, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return info, fmt.Errorf("admin answered %d", resp.StatusCode)
-	}
-	return info, json.NewDecoder(resp.Body).Decode(&info)
-}
