@@ -1,8 +1,6 @@
 package caddytest
 
 import (
-	"context"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,8 +12,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // A fleet is several real Caddy processes, each on its own loopback port with its own
@@ -292,50 +288,6 @@ func roomBlock(name, paths string, capacity int, store string, extra ...string) 
 		name, paths, name, name, capacity, store, strings.Join(extra, "\n\t\t"))
 }
 
-// roomKey is a key of the room in Redis. The tests read the store directly for
-// room-wide facts no single instance can tell (how many hold a slot right now); the
-// layout is the store's (waitingroom/redisstore/scripts.go).
-func roomKey(room, suffix string) string { return "waiting_room:{" + room + "}:" + suffix }
-
-// admissionLog records, in order, the visitor ids the store announces as admitted from
-// the queue (its Pub/Sub channel: each message is the ids of one admission step, in
-// ticket order; steps run one at a time in Redis). A subscriber on loopback that keeps
-// reading loses nothing, so this is the store's own record of admission order.
-type admissionLog struct {
-	mu  sync.Mutex
-	ids []string
-	ps  *redis.PubSub
-}
-
-func subscribeAdmissions(t testing.TB, rdb redis.UniversalClient, room string) *admissionLog {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), eventDeadline)
-	defer cancel()
-	ps := rdb.Subscribe(ctx, roomKey(room, "admitted"))
-	if _, err := ps.Receive(ctx); err != nil {
-		t.Fatalf("subscribing to admissions: %v", err)
-	}
-	a := &admissionLog{ps: ps}
-	ch := ps.Channel(redis.WithChannelSize(10000))
-	go func() {
-		for msg := range ch {
-			a.mu.Lock()
-			for p := msg.Payload; len(p) >= 16; p = p[16:] {
-				a.ids = append(a.ids, p[:16])
-			}
-			a.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() { ps.Close() })
-	return a
-}
-
-func (a *admissionLog) snapshot() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]string(nil), a.ids...)
-}
-
 // waitFor polls cond until it holds or the liveness deadline passes.
 func waitFor(t testing.TB, what string, cond func() bool) time.Duration {
 	t.Helper()
@@ -348,11 +300,3 @@ func waitFor(t testing.TB, what string, cond func() bool) time.Duration {
 	}
 	return time.Since(start)
 }
-
-func newRedisClient(t testing.TB, addrs ...string) redis.UniversalClient {
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, PoolSize: 20})
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
-
-func shortID(id string) string { return hex.EncodeToString([]byte(id))[:8] }
