@@ -23,10 +23,6 @@ import (
 // The browser tests drive Debian's headless chromium against a real Caddy (the
 // caddytest harness) in front of a Go upstream that records what reached it.
 
-// liveness bounds how long a test waits for something the page must do; it is a
-// bound on a hang, not a timing assertion.
-const liveness = 15 * time.Second
-
 // upstream is the site behind the waiting room. It records every request that
 // reached it, answers "upstream <method> <uri>" as text, ends the session at
 // /checkout with the revoke command, and serves a form at /form (which the
@@ -303,23 +299,6 @@ func tryEval[T any](b *tab, expression string) (T, error) {
 // text is the text content of the element with id, "" when there is none.
 func (b *tab) text(id string) (string, error) {
 	return tryEval[string](b, fmt.Sprintf(`(function(){var e=document.getElementById(%q);return e?e.textContent:""})()`, id))
-}
-
-// eventually polls cond until it holds, failing after the liveness bound with
-// what cond last saw.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(liveness)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s; last saw %s", liveness, what, seen)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
 }
 
 // showing waits until the element with id shows want.

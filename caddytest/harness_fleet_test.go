@@ -19,13 +19,6 @@ import (
 // Caddy is one per process, so a fleet is the only way to test what a load balancer in
 // front of many instances would see.
 
-// Liveness deadlines: generous bounds on things that should take milliseconds, so a
-// loaded CI machine is slow, not failing. They are never the assertion.
-const (
-	startDeadline = 60 * time.Second
-	eventDeadline = 30 * time.Second
-)
-
 var (
 	binaryOnce sync.Once
 	binaryPath string
@@ -286,17 +279,4 @@ func freeTCPPort(t testing.TB) int {
 func roomBlock(name, paths string, capacity int, store string, extra ...string) string {
 	return fmt.Sprintf("\t@%s path %s\n\twaiting_room @%s {\n\t\tname %s\n\t\tcapacity %d\n\t\tstore %s\n\t\t%s\n\t}\n",
 		name, paths, name, name, capacity, store, strings.Join(extra, "\n\t\t"))
-}
-
-// waitFor polls cond until it holds or the liveness deadline passes.
-func waitFor(t testing.TB, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > eventDeadline {
-			t.Fatalf("gave up waiting for %s after %v", what, eventDeadline)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return time.Since(start)
 }
