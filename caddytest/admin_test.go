@@ -1,69 +1,12 @@
 package caddytest
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
-
-const adminBase = "http://localhost:2999"
-
-// admin calls the admin API and returns the status and body.
-func admin(t *testing.T, method, path, body string) (int, string) {
-	t.Helper()
-	req, _ := http.NewRequest(method, adminBase+path, strings.NewReader(body))
-	if body != "" || method == http.MethodPost { // the API takes a POST as JSON only
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-func roomInfo(t *testing.T, room string) roomObject {
-	t.Helper()
-	code, body := admin(t, http.MethodGet, "/waiting_room/"+room, "")
-	if code != http.StatusOK {
-		t.Fatalf("GET room: %d %s", code, body)
-	}
-	var info roomObject
-	if err := json.Unmarshal([]byte(body), &info); err != nil {
-		t.Fatal(err)
-	}
-	return info
-}
-
-// visitorID reads the visitor id out of a visitor's room cookie (version, state, then
-// the 16-byte id), as an operator would take it from a log line.
-func (v *visitor) visitorID(t *testing.T) string {
-	t.Helper()
-	u, _ := url.Parse(liveBase)
-	for _, c := range v.client.Jar.Cookies(u) {
-		if strings.HasPrefix(c.Name, "waiting_room_") {
-			raw, err := base64.RawURLEncoding.DecodeString(c.Value)
-			if err == nil && len(raw) > 18 {
-				var id queue.VisitorID
-				copy(id[:], cookieIDBytes(raw))
-				return id.String()
-			}
-		}
-	}
-	t.Fatal("visitor has no room cookie")
-	return ""
-}
 
 func TestAdminListAndGet(t *testing.T) {
 	room := uniqueRoom(t)
@@ -235,19 +178,6 @@ func TestAdminErrors(t *testing.T) {
 	}
 }
 
-// metricValue reads one sample of the admin /metrics endpoint.
-func metricValue(t *testing.T, name, room string) float64 {
-	t.Helper()
-	_, body := admin(t, http.MethodGet, "/metrics", "")
-	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `\{room="` + regexp.QuoteMeta(room) + `"\} (\S+)$`)
-	m := re.FindStringSubmatch(body)
-	if m == nil {
-		t.Fatalf("no %s for room %s in /metrics", name, room)
-	}
-	v, _ := strconv.ParseFloat(m[1], 64)
-	return v
-}
-
 func TestMetricsAcrossReload(t *testing.T) {
 	room := uniqueRoom(t)
 	// away_ttl 0: a silent waiter's place is gone at queue_ttl, and counted abandoned.
@@ -299,26 +229,4 @@ func TestMetricsAcrossReload(t *testing.T) {
 	if v := metricValue(t, "caddy_waiting_room_active", room); v != 2 {
 		t.Fatalf("active after reload %v, want 2", v)
 	}
-}
-
-// roomObject is the admin API's room object as a client reads it (docs/admin-api.md):
-// decoding the JSON, not sharing the server's type, is what pins the public shape.
-type roomObject struct {
-	Name          string `json:"name"`
-	Mode          string `json:"mode"`
-	Capacity      int    `json:"capacity"`
-	Active        int    `json:"active"`
-	Waiting       int    `json:"waiting"`
-	Away          int    `json:"away"`
-	AdmittedTotal uint64 `json:"admitted_total"`
-	Store         string `json:"store"`
-	Configured    struct {
-		Capacity int    `json:"capacity"`
-		Mode     string `json:"mode"`
-	} `json:"configured"`
-	Overrides roomOverrides `json:"overrides"`
-}
-
-type roomOverrides struct {
-	Capacity *int `json:"capacity"`
 }

@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/browser"
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
@@ -29,100 +26,6 @@ const (
 // awayGap is how long each test keeps the browser quiet: several queue_ttl, well
 // within away_ttl.
 const awayGap = 3 * awayQueueTTL
-
-// setHidden minimizes or restores the tab's window. In headless Chromium 156 that is
-// what turns document.visibilityState to "hidden" and back, with visibilitychange
-// events; a second tab brought to the front (Target.activateTarget) and
-// Emulation.setFocusEmulationEnabled leave it "visible".
-func (b *tab) setHidden(hidden bool) {
-	b.t.Helper()
-	state, want := browser.WindowStateNormal, "visible"
-	if hidden {
-		state, want = browser.WindowStateMinimized, "hidden"
-	}
-	b.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		w, err := chromedp.CallBrowser(ctx, browser.GetWindowForTarget, browser.GetWindowForTargetParams{TargetID: tg.TargetID})
-		if err != nil {
-			return err
-		}
-		_, err = chromedp.CallBrowser(ctx, browser.SetWindowBounds, browser.SetWindowBoundsParams{WindowID: w.WindowID, Bounds: &browser.Bounds{WindowState: state}})
-		return err
-	}))
-	eventually(b.t, "the page to be "+want, func() (bool, string) {
-		got, err := tryEval[string](b, `document.visibilityState`)
-		return err == nil && got == want, fmt.Sprintf("%q (%v)", got, err)
-	})
-}
-
-// setLifecycle freezes the page (Page.setWebLifecycleState; Chromium hides it first)
-// or lets it run again. A page that ran again is still hidden: setHidden(false)
-// after setHidden(true) shows it.
-func (b *tab) setLifecycle(state page.SetWebLifecycleStateState) {
-	b.t.Helper()
-	b.do(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		_, err := chromedp.Call(ctx, page.SetWebLifecycleState, page.SetWebLifecycleStateParams{State: state})
-		return err
-	}))
-}
-
-// setOffline cuts the tab off the network, open sockets included, and tells the page
-// (navigator.onLine, the offline and online events); needs enableNetwork. It speaks
-// the protocol of the Chromium it finds: the rules and the network state of newer
-// ones, and Network.emulateNetworkConditions, which does both, where those are
-// refused (Debian's Chromium 148 answers them "Invalid parameters").
-func (b *tab) setOffline(off bool) {
-	b.t.Helper()
-	rules := []*network.Conditions{}
-	if off {
-		rules = append(rules, &network.Conditions{Offline: true, DownloadThroughput: -1, UploadThroughput: -1})
-	}
-	b.do(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		_, err := chromedp.Call(ctx, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{MatchedNetworkConditions: rules})
-		if err == nil {
-			_, err = chromedp.Call(ctx, network.OverrideNetworkState, network.OverrideNetworkStateParams{Offline: off, DownloadThroughput: -1, UploadThroughput: -1})
-		}
-		if err == nil {
-			return nil
-		}
-		_, legacyErr := chromedp.Call(ctx, emulateNetworkConditions, legacyNetworkConditions{Offline: off, DownloadThroughput: -1, UploadThroughput: -1})
-		if legacyErr != nil {
-			return fmt.Errorf("network conditions by rule: %v; the older command: %w", err, legacyErr)
-		}
-		return nil
-	}))
-}
-
-// emulateNetworkConditions is the protocol's older command, which cdproto no longer
-// lists.
-var emulateNetworkConditions = cdp.Command[legacyNetworkConditions, struct{}]{Method: "Network.emulateNetworkConditions"}
-
-type legacyNetworkConditions struct {
-	Offline            bool    `json:"offline"`
-	Latency            float64 `json:"latency"`
-	DownloadThroughput float64 `json:"downloadThroughput"`
-	UploadThroughput   float64 `json:"uploadThroughput"`
-}
-
-// grantNotifications answers the page's permission request for notifications with
-// "granted", as a visitor clicking "Allow" would.
-func (b *tab) grantNotifications() {
-	b.t.Helper()
-	b.do(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		_, err := chromedp.CallBrowser(ctx, browser.SetPermission, browser.SetPermissionParams{
-			Permission: &browser.PermissionDescriptor{Name: "notifications"}, Setting: browser.PermissionSettingGranted, Origin: liveBase})
-		return err
-	}))
-}
-
-// openTab opens another tab of the browser (same profile, same cookies) that the test
-// may close, as a visitor closes a tab; the browser's first tab must stay, or the
-// browser goes with it.
-func (b *tab) openTab() (*tab, func()) {
-	b.t.Helper()
-	ctx, cancel := chromedp.NewContext(b.ctx)
-	b.t.Cleanup(cancel)
-	return instrument(b.t, ctx), cancel
-}
 
 // watcher is a later waiter holding the waiting page's WebSocket, so the room hears
 // from it all along; it records every position it is told.

@@ -2,7 +2,6 @@ package caddytest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,29 +13,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddytest"
 	"github.com/chromedp/chromedp"
 )
-
-// consoleRoom is what the console test reads of the admin API's room object.
-type consoleRoom struct {
-	Capacity  int             `json:"capacity"`
-	Mode      string          `json:"mode"`
-	Message   string          `json:"message"`
-	Away      *int            `json:"away"`
-	NextEvent json.RawMessage `json:"next_event"`
-}
-
-func consoleInfo(t *testing.T, room string) (consoleRoom, map[string]any) {
-	t.Helper()
-	code, body := admin(t, http.MethodGet, "/waiting_room/"+room, "")
-	if code != http.StatusOK {
-		t.Fatalf("GET room: %d %s", code, body)
-	}
-	var info consoleRoom
-	var raw map[string]any
-	if json.Unmarshal([]byte(body), &info) != nil || json.Unmarshal([]byte(body), &raw) != nil {
-		t.Fatalf("room object %s", body)
-	}
-	return info, raw
-}
 
 // The console smoke test: a room with a waiter let in from the line (so the server's
 // history has a wait) and an event scheduled tomorrow. The console shows the event's

@@ -3,7 +3,6 @@ package caddytest
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,42 +12,10 @@ import (
 	"testing"
 
 	"github.com/chromedp/cdproto/accessibility"
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
-
-// updateScreenshot rewrites the README's screenshot, examples/waiting-page.png:
-//
-//	cd caddytest && go test -run TestBrowserPageScreenshots . -update-screenshot
-//
-// (or WAITING_ROOM_UPDATE_SCREENSHOT=1). Every run writes its screenshots to
-// caddytest/artifacts/, which git ignores.
-var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite examples/waiting-page.png from the browser test")
-
-// emulateMedia sets CSS media features, e.g. "prefers-color-scheme", "dark".
-func (b *tab) emulateMedia(nameValues ...string) {
-	b.t.Helper()
-	var features []*emulation.MediaFeature
-	for i := 0; i+1 < len(nameValues); i += 2 {
-		features = append(features, &emulation.MediaFeature{Name: nameValues[i], Value: nameValues[i+1]})
-	}
-	b.do(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: features})
-		return err
-	}))
-}
-
-// acceptLanguage makes the tab's requests ask for lang (needs enableNetwork).
-func (b *tab) acceptLanguage(lang string) {
-	b.t.Helper()
-	b.do(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		_, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders,
-			network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Accept-Language": lang}})
-		return err
-	}))
-}
 
 // controls are the accessible names of the page's visible controls and the live
 // regions, from the browser's own accessibility tree; a control without a name

@@ -3,7 +3,6 @@ package caddytest
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,41 +13,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-	"github.com/coder/websocket"
 )
-
-// etaShape is every way the English page may state a wait: never a precise count
-// of seconds.
-var etaShape = regexp.MustCompile(`^(estimating…|less than a minute|about 1 minute|about \d+ minutes|about \d+ hours)$`)
-
-// untilReported waits for the first report since index from that satisfies ok.
-func (b *tab) untilReported(what string, from int, ok func(pageEvent) bool) (pageEvent, int) {
-	b.t.Helper()
-	var found pageEvent
-	at := -1
-	eventually(b.t, what, func() (bool, string) {
-		evs := b.log.snapshot()
-		for i := from; i < len(evs); i++ {
-			if ok(evs[i]) {
-				found, at = evs[i], i
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("%d reports, the last %+v", len(evs), evs[max(len(evs)-3, 0):])
-	})
-	return found, at
-}
-
-// leave gives up v's place the way the page's "leave" button does.
-func (v *visitor) leave() {
-	v.t.Helper()
-	c := v.socket("/")
-	next(v.t, c)
-	if err := c.Write(context.Background(), websocket.MessageText, []byte(`{"type":"leave"}`)); err != nil {
-		v.t.Fatal(err)
-	}
-	c.Close(websocket.StatusNormalClosure, "")
-}
 
 // The seed scenario: capacity 10, twenty people ahead (ten in, ten waiting), the
 // browser is number 11, later arrivals do not push it back, each departure ahead

@@ -7,28 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/caddyserver/caddy/v2/caddytest"
 )
-
-// liveSiteConfig is liveConfig's global options with a site of the test's own making, and
-// 127.0.0.1 trusted as a load balancer: the test plays the balancer and says who the
-// client is in X-Forwarded-For, which is how most sites in front of a sale see visitors.
-func liveSiteConfig(site string) string {
-	return liveGlobals("\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32 ::1/128\n\t}\n") + fmt.Sprintf(`
-http://localhost:%d {
-%s
-}
-`, livePort, site)
-}
-
-func startSite(t *testing.T, site string) {
-	t.Helper()
-	caddytest.NewTester(t).InitServer(liveSiteConfig(site), "caddyfile")
-	if t.Failed() {
-		t.FailNow()
-	}
-}
 
 // bypassSite is the README's bypass recipe in front of a full room of capacity 1. The
 // allow-listed network and the crawlers' network are documentation ranges the test
@@ -66,14 +45,6 @@ func (v *visitor) send(path string, hdr http.Header) (*http.Response, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp, string(body)
-}
-
-// short is the start of a body, enough to tell the waiting page from the upstream.
-func short(body string) string {
-	if len(body) > 60 {
-		return body[:60] + "…"
-	}
-	return body
 }
 
 // roomCookies are the room's cookies the visitor holds.

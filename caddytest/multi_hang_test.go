@@ -1,11 +1,9 @@
 package caddytest
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -252,20 +250,4 @@ func roomCounts(t *testing.T, rdb redis.UniversalClient, room string) [2]int64 {
 		t.Fatalf("reading room %s from redis: %v %v", room, err1, err2)
 	}
 	return [2]int64{active, waiting}
-}
-
-// goroutines reads the instance's goroutine count from Caddy's pprof endpoint.
-func goroutines(t *testing.T, nd *node) int {
-	t.Helper()
-	resp, err := http.Get(nd.admin + "/debug/pprof/goroutine?debug=1")
-	if err != nil {
-		t.Fatalf("reading goroutines of %s: %v", nd.name, err)
-	}
-	defer resp.Body.Close()
-	line, err := bufio.NewReader(resp.Body).ReadString('\n')
-	n, perr := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "goroutine profile: total ")))
-	if err != nil || perr != nil {
-		t.Fatalf("reading goroutines of %s: %q %v %v", nd.name, line, err, perr)
-	}
-	return n
 }

@@ -3,31 +3,12 @@ package caddytest
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/coder/websocket"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testredis"
 )
-
-// patchFleetRoom PATCHes room on one instance's admin endpoint.
-func patchFleetRoom(t *testing.T, nd *node, room, body string) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPatch, nd.admin+"/waiting_room/"+room, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("PATCH %s on %s: %d %s", body, nd.name, resp.StatusCode, b)
-	}
-}
 
 // awaitMessage reads frames until a message frame and returns its text, for at most
 // the liveness deadline in all (positions keep coming while it waits).

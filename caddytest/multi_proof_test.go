@@ -1,75 +1,11 @@
 package caddytest
 
 import (
-	"crypto/sha256"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testredis"
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
-
-// challengeAnswer is the room's JSON answer to a new visitor without a valid proof.
-type challengeAnswer struct {
-	Room       string `json:"room"`
-	Status     string `json:"status"`
-	Challenge  string `json:"challenge"`
-	Difficulty int    `json:"difficulty"`
-}
-
-// solveChallenge finds a nonce as the page does: counting until the SHA-256 of
-// "<challenge>:<nonce>" starts with difficulty zero bits.
-func solveChallenge(t testing.TB, c challengeAnswer) string {
-	t.Helper()
-	for n := 0; n < 1<<26; n++ {
-		proof := c.Challenge + ":" + strconv.Itoa(n)
-		if sum := sha256.Sum256([]byte(proof)); token.LeadingZeroBits(sum[:]) >= c.Difficulty {
-			return proof
-		}
-	}
-	t.Fatalf("no nonce for %+v", c)
-	return ""
-}
-
-// askWithProof sends one request as a new API client, with proof in the Waiting-Room-Proof
-// header when not empty: admitted (the upstream answered), queued, or challenged.
-func askWithProof(base, path, proof string) (status string, c challengeAnswer, err error) {
-	req, _ := http.NewRequest(http.MethodGet, base+path, nil)
-	req.Header.Set("Accept", "application/json")
-	if proof != "" {
-		req.Header.Set("Waiting-Room-Proof", proof)
-	}
-	g := newGuest()
-	resp, err := g.client.Do(req)
-	if err != nil {
-		return "", c, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", c, err
-	}
-	body := string(raw)
-	if strings.HasPrefix(body, "upstream ") {
-		return "admitted", c, nil
-	}
-	var answer struct {
-		Status string `json:"status"`
-	}
-	if err := json.Unmarshal(raw, &answer); err != nil {
-		return "", c, fmt.Errorf("%s%s: %d %q", base, path, resp.StatusCode, body)
-	}
-	if answer.Status == "challenge" {
-		err = json.Unmarshal(raw, &c)
-	}
-	return answer.Status, c, err
-}
 
 // TestMultiProofIsAcceptedOnceFleetWide: two instances on one Redis. A challenge
 // minted by one is answered on the other (the room's secret is shared through the

@@ -123,51 +123,6 @@ func TestLiveReloadUnderLoad(t *testing.T) {
 	}
 }
 
-// failureLog collects what went wrong in a test's goroutines: every failure is counted,
-// the first 20 are kept to report.
-type failureLog struct {
-	mu   sync.Mutex
-	msgs []string
-	n    atomic.Int64
-}
-
-func (f *failureLog) add(format string, args ...any) {
-	f.n.Add(1)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.msgs) < 20 {
-		f.msgs = append(f.msgs, fmt.Sprintf(format, args...))
-	}
-}
-
-func (f *failureLog) count() int64 { return f.n.Load() }
-
-// report fails the test with the failures kept, if there was any.
-func (f *failureLog) report(t *testing.T) {
-	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, m := range f.msgs {
-		t.Error(m)
-	}
-	if f.n.Load() > 0 {
-		t.FailNow()
-	}
-}
-
-// churnCount is what the waiters of a churn test saw.
-type churnCount struct {
-	admitted, admittedAtFault, reconnects atomic.Int64
-	inside, maxInside                     atomic.Int64
-}
-
-// enter counts a visitor in and records the most inside at once.
-func (c *churnCount) enter() {
-	n := c.inside.Add(1)
-	for m := c.maxInside.Load(); n > m && !c.maxInside.CompareAndSwap(m, n); m = c.maxInside.Load() {
-	}
-}
-
 // waitThenShop is one waiter: it holds the waiting page's socket (reconnecting when a
 // reload closes it with 1012, and never told a worse place), then, admitted, goes in,
 // stays a moment and checks out, which frees the slot for the next.
@@ -216,18 +171,4 @@ func waitThenShop(v *visitor, churn *churnCount, position int) error {
 		return fmt.Errorf("checkout: %q %v", body, err)
 	}
 	return nil
-}
-
-// tryRoomInfo reads one room from the admin API, for goroutines other than the test's.
-func tryRoomInfo(room string) (roomObject, error) {
-	var info roomObject
-	resp, err := http.Get(adminBase + "/waiting_room/" + room)
-	if err != nil {
-		return info, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return info, fmt.Errorf("admin answered %d", resp.StatusCode)
-	}
-	return info, json.NewDecoder(resp.Body).Decode(&info)
 }

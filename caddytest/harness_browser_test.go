@@ -2,12 +2,14 @@ package caddytest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -15,17 +17,18 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddytest"
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
 // The browser tests drive Debian's headless chromium against a real Caddy (the
-// caddytest harness) in front of a Go upstream that records what reached it.
-
-// liveness bounds how long a test waits for something the page must do; it is a
-// bound on a hang, not a timing assertion.
-const liveness = 15 * time.Second
+// caddytest harness) in front of a Go upstream that records what reached it. Here
+// are that upstream, the site in front of it, and the tab: every way the tests
+// drive a page (network, visibility, lifecycle, media, permissions) and read it.
 
 // upstream is the site behind the waiting room. It records every request that
 // reached it, answers "upstream <method> <uri>" as text, ends the session at
@@ -305,23 +308,6 @@ func (b *tab) text(id string) (string, error) {
 	return tryEval[string](b, fmt.Sprintf(`(function(){var e=document.getElementById(%q);return e?e.textContent:""})()`, id))
 }
 
-// eventually polls cond until it holds, failing after the liveness bound with
-// what cond last saw.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(liveness)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s; last saw %s", liveness, what, seen)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
-
 // showing waits until the element with id shows want.
 func (b *tab) showing(id, want string) {
 	b.t.Helper()
@@ -353,3 +339,150 @@ func (b *tab) enableNetwork() {
 		return err
 	}))
 }
+
+// untilReported waits for the first report since index from that satisfies ok.
+func (b *tab) untilReported(what string, from int, ok func(pageEvent) bool) (pageEvent, int) {
+	b.t.Helper()
+	var found pageEvent
+	at := -1
+	eventually(b.t, what, func() (bool, string) {
+		evs := b.log.snapshot()
+		for i := from; i < len(evs); i++ {
+			if ok(evs[i]) {
+				found, at = evs[i], i
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d reports, the last %+v", len(evs), evs[max(len(evs)-3, 0):])
+	})
+	return found, at
+}
+
+// etaShape is every way the English page may state a wait: never a precise count
+// of seconds.
+var etaShape = regexp.MustCompile(`^(estimating…|less than a minute|about 1 minute|about \d+ minutes|about \d+ hours)$`)
+
+// setHidden minimizes or restores the tab's window. In headless Chromium 156 that is
+// what turns document.visibilityState to "hidden" and back, with visibilitychange
+// events; a second tab brought to the front (Target.activateTarget) and
+// Emulation.setFocusEmulationEnabled leave it "visible".
+func (b *tab) setHidden(hidden bool) {
+	b.t.Helper()
+	state, want := browser.WindowStateNormal, "visible"
+	if hidden {
+		state, want = browser.WindowStateMinimized, "hidden"
+	}
+	b.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		w, err := chromedp.CallBrowser(ctx, browser.GetWindowForTarget, browser.GetWindowForTargetParams{TargetID: tg.TargetID})
+		if err != nil {
+			return err
+		}
+		_, err = chromedp.CallBrowser(ctx, browser.SetWindowBounds, browser.SetWindowBoundsParams{WindowID: w.WindowID, Bounds: &browser.Bounds{WindowState: state}})
+		return err
+	}))
+	eventually(b.t, "the page to be "+want, func() (bool, string) {
+		got, err := tryEval[string](b, `document.visibilityState`)
+		return err == nil && got == want, fmt.Sprintf("%q (%v)", got, err)
+	})
+}
+
+// setLifecycle freezes the page (Page.setWebLifecycleState; Chromium hides it first)
+// or lets it run again. A page that ran again is still hidden: setHidden(false)
+// after setHidden(true) shows it.
+func (b *tab) setLifecycle(state page.SetWebLifecycleStateState) {
+	b.t.Helper()
+	b.do(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, page.SetWebLifecycleState, page.SetWebLifecycleStateParams{State: state})
+		return err
+	}))
+}
+
+// setOffline cuts the tab off the network, open sockets included, and tells the page
+// (navigator.onLine, the offline and online events); needs enableNetwork. It speaks
+// the protocol of the Chromium it finds: the rules and the network state of newer
+// ones, and Network.emulateNetworkConditions, which does both, where those are
+// refused (Debian's Chromium 148 answers them "Invalid parameters").
+func (b *tab) setOffline(off bool) {
+	b.t.Helper()
+	rules := []*network.Conditions{}
+	if off {
+		rules = append(rules, &network.Conditions{Offline: true, DownloadThroughput: -1, UploadThroughput: -1})
+	}
+	b.do(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{MatchedNetworkConditions: rules})
+		if err == nil {
+			_, err = chromedp.Call(ctx, network.OverrideNetworkState, network.OverrideNetworkStateParams{Offline: off, DownloadThroughput: -1, UploadThroughput: -1})
+		}
+		if err == nil {
+			return nil
+		}
+		_, legacyErr := chromedp.Call(ctx, emulateNetworkConditions, legacyNetworkConditions{Offline: off, DownloadThroughput: -1, UploadThroughput: -1})
+		if legacyErr != nil {
+			return fmt.Errorf("network conditions by rule: %v; the older command: %w", err, legacyErr)
+		}
+		return nil
+	}))
+}
+
+// emulateNetworkConditions is the protocol's older command, which cdproto no longer
+// lists.
+var emulateNetworkConditions = cdp.Command[legacyNetworkConditions, struct{}]{Method: "Network.emulateNetworkConditions"}
+
+type legacyNetworkConditions struct {
+	Offline            bool    `json:"offline"`
+	Latency            float64 `json:"latency"`
+	DownloadThroughput float64 `json:"downloadThroughput"`
+	UploadThroughput   float64 `json:"uploadThroughput"`
+}
+
+// grantNotifications answers the page's permission request for notifications with
+// "granted", as a visitor clicking "Allow" would.
+func (b *tab) grantNotifications() {
+	b.t.Helper()
+	b.do(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.CallBrowser(ctx, browser.SetPermission, browser.SetPermissionParams{
+			Permission: &browser.PermissionDescriptor{Name: "notifications"}, Setting: browser.PermissionSettingGranted, Origin: liveBase})
+		return err
+	}))
+}
+
+// openTab opens another tab of the browser (same profile, same cookies) that the test
+// may close, as a visitor closes a tab; the browser's first tab must stay, or the
+// browser goes with it.
+func (b *tab) openTab() (*tab, func()) {
+	b.t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	b.t.Cleanup(cancel)
+	return instrument(b.t, ctx), cancel
+}
+
+// emulateMedia sets CSS media features, e.g. "prefers-color-scheme", "dark".
+func (b *tab) emulateMedia(nameValues ...string) {
+	b.t.Helper()
+	var features []*emulation.MediaFeature
+	for i := 0; i+1 < len(nameValues); i += 2 {
+		features = append(features, &emulation.MediaFeature{Name: nameValues[i], Value: nameValues[i+1]})
+	}
+	b.do(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: features})
+		return err
+	}))
+}
+
+// acceptLanguage makes the tab's requests ask for lang (needs enableNetwork).
+func (b *tab) acceptLanguage(lang string) {
+	b.t.Helper()
+	b.do(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders,
+			network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Accept-Language": lang}})
+		return err
+	}))
+}
+
+// updateScreenshot rewrites the README's screenshot, examples/waiting-page.png:
+//
+//	cd caddytest && go test -run TestBrowserPageScreenshots . -update-screenshot
+//
+// (or WAITING_ROOM_UPDATE_SCREENSHOT=1). Every run writes its screenshots to
+// caddytest/artifacts/, which git ignores.
+var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite examples/waiting-page.png from the browser test")
