@@ -33,6 +33,8 @@ type Hub struct {
 	closed  bool
 	changed bool // waiters came, went or were reticketed since the last round listed them
 	holds   holds
+
+	idle idleWatch // the sockets whose clients are quiet (idle.go)
 }
 
 // waiterSockets are the open sockets (tabs) of one waiter; they share the place.
@@ -137,6 +139,7 @@ func (hb *Hub) CloseAll() {
 			s.shutdown()
 		}
 	}
+	hb.idle.close()
 }
 
 // beginCall reports whether a socket's reader may call the store, and counts the

@@ -1,61 +1,78 @@
 package push
 
 // A waiting socket hears from its client a few times an hour, and at 100,000 waiters
-// what each idle reader keeps is most of the memory. Blocked inside the WebSocket
-// library's read, the reader keeps a stack grown by that call path (4 KiB) and, over
-// TLS, the record buffer crypto/tls grows for the next record header (576 B, in use
-// while it waits). So the reader waits before the read instead, when nothing is
-// buffered: on the descriptor's readiness (over TLS, the TCP connection's under it),
-// with the 2 KiB stack it started with. The collector halves a parked goroutine's
-// stack only when what is in use and 800 B of headroom fit in a quarter of it, so a
-// stack grown to 4 KiB stays 4 KiB. With the harness's ws section (cd caddytest && go
-// run ./load -only ws -tls -waiters 12000 -instances 2 -clients 2), server memory per
-// waiter went from 13.3 to 11.1 KiB over plain HTTP. Over TLS the reader must also know
-// that crypto/tls holds nothing the client sent (tlsHoldsInput), a look through
-// crypto/tls's read path, which grows a stack to 4 KiB: the first is taken by the
-// upgrade's goroutine (Serve), which ends, and the reader takes one only after it has
-// read a message, when its stack has grown anyway.
+// what each idle socket keeps is most of the memory. A reader blocked in the WebSocket
+// library's read keeps a goroutine and its stack (2 KiB at least, 4 KiB once grown by
+// crypto/tls's read path), and the collector lets the heap grow by as much again over
+// stacks. So an idle socket keeps no goroutine: once the client's last message is
+// handled and nothing is buffered above the descriptor, the socket is parked in its
+// hub's idle watch (idle_linux.go: one epoll instance per hub, itself waited on by the
+// runtime's poller) and the reader's goroutine ends. When the client sends something,
+// or the connection ends, the watch starts a new reader, which reads it and parks the
+// socket again. With the harness's ws section (cd caddytest && go run ./load -only ws
+// -tls -waiters 10000 -instances 2 -clients 2; two runs of each), server memory per
+// waiter went from 11.5-11.6 to 8.0-8.1 KiB over plain HTTP and from 22.7-23.8 to
+// 20.1-20.5 KiB over TLS, every waiter still told within 2 s (docs/performance.md,
+// "Over TLS").
+//
+// Over TLS the socket may be parked only when crypto/tls holds nothing the client sent
+// (tlsHoldsInput): the descriptor's readiness cannot show what crypto/tls read ahead.
+// Off Linux there is no watch, and the reader waits inside its read.
+//
+// Who ends a socket: its reader, when a read fails, or, while the socket is parked,
+// whoever takes it out of the watch: the watch, which starts a reader that finds the
+// connection over, or the socket's writer, which closed the connection itself (letGo):
+// a closed descriptor leaves the epoll set without an event, and no reader would ever
+// see it.
 
-// awaitClient waits until the client has sent something, or its connection is over
-// (false). It returns at once when bytes are already buffered above the descriptor,
-// and when the socket is ending: the library's closing handshake then reads the
-// connection from the writer (socket.write), and only the library's own lock keeps
-// that read and the reader's apart. The ends are set under s.mu before that closing
-// starts, so looking at the buffers under s.mu never meets it.
-func (s *socket) awaitClient() bool {
-	s.mu.Lock()
-	if s.done || s.admitted || s.lost || s.left || s.closing {
-		s.mu.Unlock()
-		return true
-	}
+// park hands the socket to the hub's idle watch, and reports whether it did: the
+// calling goroutine then lets go of the socket. It does not when something is
+// buffered above the descriptor, when the socket is ending (the library's closing
+// handshake then reads the connection from the writer, and the reader's read must
+// meet it), or when the socket cannot be watched; the caller reads then. The socket's
+// ends are set under s.mu before that closing starts, so looking at the buffers under
+// s.mu never meets it.
+func (s *socket) park() bool {
 	raw := s.raw
 	if s.underTLS != nil {
 		raw = s.underTLS
-	}
-	buffered := s.br == nil || s.br.Buffered() > 0
-	s.mu.Unlock()
-	if raw == nil || buffered {
-		return true
-	}
-	if s.underTLS != nil {
-		looked := s.tlsLooked
-		s.tlsLooked = false
-		if !looked && s.mustReadTLS() {
-			return true
+		if s.mustReadTLS() {
+			return false
 		}
 	}
-	return awaitReadable(raw) == nil
+	if raw == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.endingLocked() || s.br.Buffered() > 0 {
+		return false
+	}
+	return s.hb.idle.park(s, raw)
 }
 
-// mustReadTLS reports whether the reader must read before it waits on the TCP
-// connection's readiness: crypto/tls holds something the client sent, or the socket
-// is ending. Not under s.mu: the peek may meet crypto/tls answering a KeyUpdate, a
-// write bounded only by its deadline, and a push takes s.mu.
+// endingLocked reports whether one of the socket's ends is set. Called with s.mu held.
+func (s *socket) endingLocked() bool {
+	return s.done || s.admitted || s.lost || s.left || s.closing
+}
+
+// letGo ends a socket whose writer closed the connection, if the socket is parked: no
+// reader is there to find the connection over.
+func (s *socket) letGo() {
+	if s.hb.idle.unpark(s) {
+		s.end()
+	}
+}
+
+// mustReadTLS reports whether the caller must read before it parks the socket:
+// crypto/tls holds something the client sent, or the socket is ending. Not under s.mu:
+// the peek may meet crypto/tls answering a KeyUpdate, a write bounded only by its
+// deadline, and a push takes s.mu.
 func (s *socket) mustReadTLS() bool {
 	s.probing.Lock()
 	defer s.probing.Unlock()
 	s.mu.Lock()
-	ending := s.done || s.admitted || s.lost || s.left || s.closing
+	ending := s.endingLocked()
 	s.mu.Unlock()
 	return ending || s.tlsHoldsInput()
 }

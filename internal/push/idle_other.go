@@ -4,6 +4,12 @@ package push
 
 import "syscall"
 
-// awaitReadable returns at once off Linux: the reader then waits inside its read, as
-// it would without the idle wait (idle.go).
-func awaitReadable(syscall.RawConn) error { return nil }
+// idleWatch parks nothing off Linux: a socket's reader waits inside its read, as it
+// would without the watch (idle.go).
+type idleWatch struct{}
+
+func (*idleWatch) park(*socket, syscall.RawConn) bool { return false }
+
+func (*idleWatch) unpark(*socket) bool { return false }
+
+func (*idleWatch) close() {}

@@ -3,11 +3,16 @@
 package push
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,10 +21,10 @@ import (
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
-// An idle reader waits on its descriptor, outside the library's read (idle.go), over
-// plain TCP and over TLS; a client that speaks after a while is still heard: a ping,
+// An idle socket waits in the hub's idle watch with no reader (idle.go), over plain
+// TCP and over TLS; a client that speaks after a while is still heard: a ping,
 // messages, one longer than a read buffer, and a leave, which gives up the place.
-func TestIdleReadersWaitOutsideTheRead(t *testing.T) {
+func TestIdleSocketsWaitInTheWatch(t *testing.T) {
 	for _, transport := range []string{"tcp", "tls"} {
 		t.Run(transport, func(t *testing.T) {
 			tr := newTestRoom(t, 1)
@@ -43,15 +48,7 @@ func TestIdleReadersWaitOutsideTheRead(t *testing.T) {
 					}
 				}
 			}()
-			parked := func(what string) {
-				t.Helper()
-				for deadline := time.Now().Add(10 * time.Second); serverGoroutines("awaitReadable") != 1; time.Sleep(5 * time.Millisecond) {
-					if time.Now().After(deadline) {
-						t.Fatalf("%s: the reader is not waiting in awaitReadable (%d readers there, %d in read)",
-							what, serverGoroutines("awaitReadable"), serverGoroutines("(*socket).read"))
-					}
-				}
-			}
+			parked := func(what string) { t.Helper(); awaitParked(t, tr, 1, what) }
 			parked("after the upgrade")
 			// A control frame is answered inside the library's read, which goes on
 			// reading: the reader is back to waiting after the next message.
@@ -99,11 +96,7 @@ func TestSecondMessageOfASegmentIsRead(t *testing.T) {
 	srv := serveRoom(t, tr, nil)
 	conn := rawUpgrade(t, srv, cookie, nil)
 	defer conn.Close()
-	for deadline := time.Now().Add(10 * time.Second); serverGoroutines("awaitReadable") != 1; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the reader never waited in awaitReadable")
-		}
-	}
+	awaitParked(t, tr, 1, "after the upgrade")
 	segment := append(maskedText(`{"type":"note"}`), maskedText(`{"type":"leave"}`)...)
 	if _, err := conn.Write(segment); err != nil { // one write: both frames arrive together
 		t.Fatal(err)
@@ -111,14 +104,13 @@ func TestSecondMessageOfASegmentIsRead(t *testing.T) {
 	awaitLeft(t, tr, cookie, "the second message of the segment was not read")
 }
 
-// An idle reader over TLS keeps a stack no larger than one over plain TCP. The look at
-// what crypto/tls holds goes through its read path, which grows a stack to 4 KiB, and
-// a parked goroutine's stack of 4 KiB is never shrunk back; so the first look is taken
-// by the upgrade's goroutine, which ends, and not by the reader. Measured as the
-// stacks in use, after collections, with waiters against without, for each transport.
-func TestIdleTLSReadersKeepThePlainReadersStack(t *testing.T) {
+// An idle waiter keeps no stack, over plain TCP or over TLS: no goroutine waits for
+// its client (idle.go). Measured as the stacks in use, after collections, with
+// waiters against without; a reader parked in its read would be 2 KiB a waiter, 4 KiB
+// over TLS. The waiters connect once before, so that the goroutines their upgrades
+// ran on are dead and kept for reuse, with their stacks, both times.
+func TestIdleWaitersKeepNoStack(t *testing.T) {
 	const waiters = 200
-	perWaiter := map[string]float64{}
 	for _, transport := range []string{"tcp", "tls"} {
 		tr := newTestRoom(t, 1)
 		tr.join()
@@ -134,36 +126,141 @@ func TestIdleTLSReadersKeepThePlainReadersStack(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		srv.Client() // its transport's own goroutines are not the waiters'
-		before := stacksInUse()
-		var conns []*websocket.Conn
-		for _, cookie := range cookies {
-			c := dialWaiter(ctx, t, tr, srv, cookie)
-			readView(ctx, t, c)
-			conns = append(conns, c)
-		}
-		for deadline := time.Now().Add(20 * time.Second); serverGoroutines("awaitReadable") != waiters || serverGoroutines("(*Hub).Serve") != 0; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d of %d readers wait in awaitReadable", transport, serverGoroutines("awaitReadable"), waiters)
+		connect := func() []*websocket.Conn {
+			var conns []*websocket.Conn
+			for _, cookie := range cookies {
+				c := dialWaiter(ctx, t, tr, srv, cookie)
+				readView(ctx, t, c)
+				conns = append(conns, c)
 			}
+			// Only the watch is asked: the stacks are what this test measures.
+			waitUntil(t, transport+": every socket parked", func() bool {
+				return tr.hub.idle.parkedCount() == waiters && serverGoroutines("(*Hub).Serve") == 0
+			})
+			return conns
 		}
-		perWaiter[transport] = float64(stacksInUse()-before) / waiters
-		t.Logf("%s: %.0f B of stacks per idle waiter (server and client)", transport, perWaiter[transport])
+		gone := func(what string) {
+			waitUntil(t, transport+": every socket let go "+what, func() bool {
+				tr.hub.mu.Lock()
+				defer tr.hub.mu.Unlock()
+				return len(tr.hub.waiters) == 0 && serverGoroutines("(*socket).read") == 0
+			})
+		}
+		for _, c := range connect() {
+			c.CloseNow()
+		}
+		gone("after the first connections went")
+		before := stacksInUse()
+		conns := connect()
+		perWaiter := (float64(stacksInUse()) - float64(before)) / waiters
+		t.Logf("%s: %.0f B of stacks per idle waiter (server and client)", transport, perWaiter)
+		// The watch's one goroutine, spread over the waiters, is 10 B each; a
+		// reader's smallest stack would be 2 KiB.
+		if perWaiter > 512 {
+			t.Errorf("an idle %s waiter keeps %.0f B of stacks: something waits for each", transport, perWaiter)
+		}
 		for _, c := range conns {
 			c.CloseNow()
 		}
+		gone("after the clients went")
 		cancel()
 		srv.Close()
-		for deadline := time.Now().Add(20 * time.Second); serverGoroutines("(*socket).read") != 0; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d readers left after the clients went", transport, serverGoroutines("(*socket).read"))
+	}
+}
+
+// parkedCount is how many sockets wait in the watch.
+func (w *idleWatch) parkedCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.parked)
+}
+
+// A parked socket whose connection this side closes (the waiter admitted, or the room
+// closing) is let go of, though its client stays silent: a closed descriptor leaves
+// the epoll set without an event, so no reader would come to find it over. The hub
+// forgets it, its release is called once, and once the hub is closed and empty, the
+// watch's goroutine ends.
+func TestParkedSocketClosedFromThisSideIsLetGo(t *testing.T) {
+	for _, transport := range []string{"tcp", "tls"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			tr := newTestRoom(t, 1)
+			tr.join()
+			admitted, closed := tr.join(), tr.join()
+			var released atomic.Int64
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ck, _ := r.Cookie(cookieName)
+				id := visitorID(t, ck.Value)
+				st, err := tr.store.Status(r.Context(), id, tr.Now())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_ = tr.hub.Serve(w, r, id, st, func() { released.Add(1) })
+			}))
+			if transport == "tls" {
+				srv.StartTLS()
+			} else {
+				srv.Start()
 			}
-		}
+			defer srv.Close()
+			for _, cookie := range []string{admitted, closed} {
+				conn := silentUpgrade(t, srv, cookie)
+				defer conn.Close()
+			}
+			awaitParked(t, tr, 2, "after the upgrades")
+
+			tr.hub.admitted([]queue.VisitorID{visitorID(t, admitted)})
+			waitUntil(t, "the admitted waiter's socket let go of", func() bool {
+				tr.hub.mu.Lock()
+				defer tr.hub.mu.Unlock()
+				return tr.hub.waiters[visitorID(t, admitted)] == nil && released.Load() == 1
+			})
+			tr.hub.CloseAll()
+			waitUntil(t, "the last socket let go of, and the watch ended, as the hub closed", func() bool {
+				tr.hub.mu.Lock()
+				defer tr.hub.mu.Unlock()
+				return len(tr.hub.waiters) == 0 && released.Load() == 2 && serverGoroutines("(*idleWatch).watch") == 0
+			})
+			if n := serverGoroutines("(*socket)."); n != 0 {
+				t.Errorf("%d goroutines of the sockets left", n)
+			}
+			time.Sleep(100 * time.Millisecond)
+			if n := released.Load(); n != 2 {
+				t.Errorf("two sockets released %d times", n)
+			}
+		})
 	}
-	// A reader grown to 4 KiB would be 2 KiB more per waiter; half of that is the margin.
-	if perWaiter["tls"] > perWaiter["tcp"]+1024 {
-		t.Errorf("an idle TLS waiter keeps %.0f B of stacks, a plain one %.0f B: the TLS reader's stack is grown",
-			perWaiter["tls"], perWaiter["tcp"])
+}
+
+// silentUpgrade opens the waiting WebSocket of the waiter whose room cookie is cookie,
+// over TLS when srv was started with it, by hand, and returns the connection once the
+// upgrade is answered: a client that then reads and writes nothing.
+func silentUpgrade(t *testing.T, srv *httptest.Server, cookie string) net.Conn {
+	t.Helper()
+	host := srv.Listener.Addr().String()
+	var conn net.Conn
+	var err error
+	if srv.TLS != nil {
+		conn, err = tls.Dial("tcp", host, &tls.Config{InsecureSkipVerify: true}) // the test server's own certificate
+	} else {
+		conn, err = net.Dial("tcp", host)
 	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	request := fmt.Sprintf("GET / HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: %s\r\n"+
+		"Cookie: %s=%s\r\n\r\n", host, Subprotocol, cookieName, cookie)
+	if _, err := conn.Write([]byte(request)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	return conn
 }
 
 // stacksInUse is the goroutine stacks' memory in use after two collections (the

@@ -37,7 +37,7 @@ const (
 	// each goes out in one write. The read buffer holds a leave or a control frame; a
 	// longer frame reads through it.
 	socketReadBuffer  = 128
-	socketWriteBuffer = 256
+	socketWriteBuffer = 128
 )
 
 // Close codes the page understands.
@@ -55,28 +55,26 @@ var admittedMessage = []byte(`{"type":"admitted"}`)
 // that the client's kernel buffers take whole (push). Anything else (a client that is
 // not reading, an admission, a close, every push over TLS: tlssocket.go) goes to a
 // writer goroutine of the socket's own, so one slow client never holds up the pushes
-// to the others. The writer
-// runs only while there is such news, so an idle socket costs one goroutine, its
-// reader, with a shallow stack: at 100,000 waiters, goroutines and their stacks are
-// most of the memory.
+// to the others. The writer runs only while there is such news, and the reader only
+// while the client has something to say (idle.go), so an idle socket keeps no
+// goroutine: at 100,000 waiters, goroutines and their stacks would be most of the
+// memory.
 type socket struct {
 	hb   *Hub
 	c    *websocket.Conn
 	conn net.Conn        // c's connection, for write deadlines
 	raw  syscall.RawConn // conn's descriptor when it is plain TCP, for push; else nil
-	br   *bufio.Reader   // what the library reads c through, for awaitClient (idle.go)
+	br   *bufio.Reader   // what the library reads c through, for park (idle.go)
 	// underTLS is the descriptor of the TCP connection under conn when conn is TLS
-	// over TCP, whose readiness the idle reader waits on (idle.go); it is never
-	// written: only conn may (tlssocket.go).
+	// over TCP, which the idle watch waits on (idle.go); it is never written: only
+	// conn may (tlssocket.go).
 	underTLS syscall.RawConn
 	// probing is held by the reader while it peeks at what crypto/tls holds, and
 	// waited for by the writer before the library's closing handshake reads (idle.go).
-	probing sync.Mutex
-	// tlsLooked says that Serve found nothing held by crypto/tls, so the reader's
-	// first wait need not look again. Reader goroutine only, once started.
-	tlsLooked bool
-	id        queue.VisitorID
-	release   func() // gives back the address's connection count; nil without a cap
+	probing  sync.Mutex
+	parkedAs uint64 // the socket's token in the hub's idle watch (under its lock)
+	id       queue.VisitorID
+	release  func() // gives back the address's connection count; nil without a cap
 
 	// wire is held while a frame is being written, whoever writes it: push, the
 	// writer, or coder/websocket (through wireWriter). A frame is never cut by another.
@@ -222,15 +220,15 @@ func (s *socket) write() {
 		case admitted:
 			s.send(admittedFrame)
 			s.c.Close(websocket.StatusNormalClosure, "admitted")
-			return
 		case closing:
 			s.c.Close(websocket.StatusServiceRestart, "reconnect")
-			return
 		case lost:
 			s.c.Close(closeLost, "place lost")
-			return
 		case left:
 			s.c.Close(websocket.StatusNormalClosure, "left")
+		}
+		if s.done {
+			s.letGo()
 			return
 		}
 		if note != nil && !s.sendCopy(note) {
@@ -272,13 +270,15 @@ func (s *socket) fail() {
 	s.done = true
 	s.mu.Unlock()
 	s.c.CloseNow()
+	s.letGo()
 }
 
 // Serve upgrades a waiter's request (one that IsWaitingSocket) and hands the socket
 // to the hub; release, if not nil, is called once the socket is over (a per-address
-// connection count, say). The handler returns at once: the socket lives on in its
-// reader goroutine (see socket), and the request, its Caddy state and the deep stack
-// that served it are not kept for the hours a waiter may wait.
+// connection count, say). The handler returns at once: the socket lives on in the
+// hub's idle watch or its reader goroutine (see socket), and the request, its Caddy
+// state and the deep stack that served it are not kept for the hours a waiter may
+// wait.
 func (hb *Hub) Serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID, st queue.Status, release func()) error {
 	s := &socket{hb: hb, id: id, release: release}
 	sb := &smallBuffers{ResponseWriter: w, wire: &s.wire}
@@ -308,57 +308,61 @@ func (hb *Hub) Serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID,
 	v.Active, v.Waiting, v.Returned = st.Active, max(st.Waiting, st.Position), st.Returned
 	s.push(appendFrame(&v, nil))
 	hb.greet(s)
-	if s.underTLS != nil && s.br != nil { // without s.br, bytes came early: the reader reads at once
-		// The first look at what crypto/tls holds is taken here, on the request's
-		// goroutine, which ends as Serve returns, and not by the reader: the read
-		// path it goes through grows a stack to 4 KiB, and a parked goroutine's stack
-		// of 4 KiB is never shrunk back to 2 (the collector halves a stack only when
-		// what is in use and 800 B of headroom fit in a quarter of it). Between here
-		// and the reader's wait nothing else reads the connection but the writer's
-		// closing handshake, which sets the socket's end first.
-		s.tlsLooked = !s.mustReadTLS()
+	// Bytes that came with the upgrade wait in front of the descriptor, where park
+	// cannot see them (coder/websocket puts them there); the first read takes them
+	// all into s.br, and the reader parks after it.
+	if sb.early || !s.park() {
+		go s.read()
 	}
-	go s.read()
 	return nil
 }
 
-// read reads the client's messages until the connection ends, whoever ends it; a
-// "leave" gives up the place at once.
+// read reads the client's messages until none is buffered, then parks the socket
+// (idle.go) and ends; or until the connection ends, whoever ends it, and lets go of
+// the socket. A "leave" gives up the place at once.
 func (s *socket) read() {
-	defer s.end()
-	hb := s.hb
-	for s.awaitClient() {
+	for {
 		typ, data, err := s.c.Read(context.Background())
-		if err != nil {
+		if err != nil || !s.heard(typ, data) {
+			s.end()
 			return
 		}
-		if typ == websocket.MessageText && !utf8.Valid(data) {
-			// RFC 6455 8.1: text that is not UTF-8 fails the connection. The place is
-			// kept: the page reconnects.
-			s.c.Close(websocket.StatusInvalidFramePayloadData, "text is not UTF-8")
+		if s.park() {
 			return
 		}
-		var msg struct {
-			Type string `json:"type"`
-		}
-		if json.Unmarshal(data, &msg) != nil || msg.Type != "leave" {
-			continue // unknown messages are ignored, so the protocol can grow
-		}
-		if !hb.beginCall() {
-			return // the room is stopping: the page leaves through the next one
-		}
-		left, err := hb.store.Leave(context.Background(), s.id) // the store bounds every call
-		hb.endCall()
-		if err != nil {
-			hb.room.StoreError("leave", err)
-			continue
-		}
-		if left { // a repeated leave frees nothing and counts once
-			hb.room.Left(s.id)
-		}
-		// Other tabs of this waiter learn it at the next push round.
-		s.leave()
 	}
+}
+
+// heard acts on a message from the client, and reports whether the socket goes on.
+func (s *socket) heard(typ websocket.MessageType, data []byte) bool {
+	hb := s.hb
+	if typ == websocket.MessageText && !utf8.Valid(data) {
+		// RFC 6455 8.1: text that is not UTF-8 fails the connection. The place is
+		// kept: the page reconnects.
+		s.c.Close(websocket.StatusInvalidFramePayloadData, "text is not UTF-8")
+		return false
+	}
+	var msg struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(data, &msg) != nil || msg.Type != "leave" {
+		return true // unknown messages are ignored, so the protocol can grow
+	}
+	if !hb.beginCall() {
+		return false // the room is stopping: the page leaves through the next one
+	}
+	left, err := hb.store.Leave(context.Background(), s.id) // the store bounds every call
+	hb.endCall()
+	if err != nil {
+		hb.room.StoreError("leave", err)
+		return true
+	}
+	if left { // a repeated leave frees nothing and counts once
+		hb.room.Left(s.id)
+	}
+	// Other tabs of this waiter learn it at the next push round.
+	s.leave()
+	return true
 }
 
 // end lets go of a socket whose connection is over.
@@ -411,9 +415,10 @@ func (hb *Hub) ServeAdmitted(w http.ResponseWriter, r *http.Request) error {
 // the socket's own writes.
 type smallBuffers struct {
 	http.ResponseWriter
-	wire *sync.Mutex
-	conn net.Conn
-	br   *bufio.Reader
+	wire  *sync.Mutex
+	conn  net.Conn
+	br    *bufio.Reader
+	early bool // the client's first bytes came with the upgrade
 }
 
 func (sb *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
@@ -436,12 +441,7 @@ func (sb *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 			return nil, nil, err
 		}
 	}
-	sb.conn = conn
-	if brw.Reader.Buffered() == 0 {
-		// Early bytes end up in front of the descriptor, where awaitClient cannot see
-		// them: such a socket reads without the idle wait.
-		sb.br = br
-	}
+	sb.conn, sb.br, sb.early = conn, br, brw.Reader.Buffered() > 0
 	return conn, bufio.NewReadWriter(br, bufio.NewWriterSize(wireWriter{conn, sb.wire}, socketWriteBuffer)), nil
 }
 

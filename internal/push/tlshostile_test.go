@@ -90,7 +90,7 @@ func TestSecondRecordOfATLSSegmentIsRead(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	h := dialStallingTLSWaiter(ctx, t, tr, cookie)
-	waitUntil(t, "the reader waiting in awaitReadable", func() bool { return serverGoroutines("awaitReadable") == 1 })
+	awaitParked(t, tr, 1, "after the upgrade")
 	segment := append(h.record(23, maskedText(`{"type":"note"}`)), h.record(23, maskedText(`{"type":"leave"}`))...)
 	if _, err := h.conn.Write(segment); err != nil { // one write: both records arrive together
 		t.Fatal(err)

@@ -25,9 +25,10 @@ import (
 // which only writing its private fields could let go of. With the harness's ws section
 // at 10,000 waiters (cd caddytest && go run ./load -only ws -tls -waiters 10000
 // -instances 2 -clients 2), every TLS waiter was still told within 2 s (p99 1.75 s
-// idle, 0.61 s with the line moving), at 30 µs of Caddy's CPU per TLS message and
-// 23.4 KiB of server memory per TLS waiter (26 µs and 16.7 KiB when the push wrote
-// into crypto/tls's private state): over the 20 KiB target (docs/performance.md,
+// idle, 1.0 s with the line moving), at 18 µs of Caddy's CPU per TLS message (11-14 µs
+// plain) and 20.1-20.5 KiB of server memory per TLS waiter, its idle socket parked
+// with no goroutine (idle.go): a few hundred bytes over the 20 KiB target, nearly all
+// of the difference from plain's 8 KiB being crypto/tls's own state (docs/performance.md,
 // "Over TLS").
 
 // aLongTimeAgo is a read deadline that has passed: a read under it takes only what is
