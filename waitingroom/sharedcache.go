@@ -10,7 +10,7 @@ import (
 // visitor's cookie, an admitted session, to everyone it serves the answer to. The
 // upstream's other directives stay; "public" and "s-maxage" (which only speak to
 // shared caches) go; an answer that already says "private" or "no-store" is left as
-// it is. The browser's own cache treats the answer as before.
+// it is. The browser's own cache keeps what the upstream told it.
 //
 // Only the answers the room sets or clears its cookie on come here (the admitted
 // visitor's first answer, one every queue.TouchEvery, a revoke): the admitted hot path

@@ -7,10 +7,10 @@
 // coder/websocket does the handshake, reads the client, answers pings and writes the
 // close; a push round writes positions itself, as one non-blocking write(2) of a frame
 // of our own onto the plain TCP descriptor, instead of through the library's writer
-// (a goroutine, two deadlines and the library's write path per message). Figure: the
-// load harness's ws section at 100,000 waiters, Caddy's CPU per message went from
-// 23-28 us to 17-22 us with it, nearly all of the rest being write(2) itself (go run
-// ./load -only ws, from caddytest/). Over TLS only the *tls.Conn may write, and a
+// (a goroutine, two deadlines and the library's write path per message), which cost
+// about 30% more CPU per message in the load harness's ws section at 100,000 waiters
+// (go run ./load -only ws, from caddytest/): what is left is nearly all write(2)
+// itself. Over TLS only the *tls.Conn may write, and a
 // client can hold its write lock, so every TLS push goes to the socket's own writer,
 // under a deadline, never on the hub's goroutine (tlssocket.go). TestTextFrameHeader and
 // TestLibraryFramesAndPushedFramesDoNotInterleave hold our frames to coder/websocket's

@@ -9,11 +9,10 @@ package push
 // hub's idle watch (idle_linux.go: one epoll instance per hub, itself waited on by the
 // runtime's poller) and the reader's goroutine ends. When the client sends something,
 // or the connection ends, the watch starts a new reader, which reads it and parks the
-// socket again. With the harness's ws section (cd caddytest && go run ./load -only ws
-// -tls -waiters 10000 -instances 2 -clients 2; two runs of each), server memory per
-// waiter went from 11.5-11.6 to 8.0-8.1 KiB over plain HTTP and from 22.7-23.8 to
-// 20.1-20.5 KiB over TLS, every waiter still told within 2 s (docs/performance.md,
-// "Over TLS").
+// socket again. A waiter's server memory is then 8 KiB over plain HTTP against 11.5
+// with a reader per socket, and 20 KiB over TLS against 23, every waiter still told
+// within 2 s (cd caddytest && go run ./load -only ws -tls -waiters 10000 -instances 2
+// -clients 2; docs/performance.md, "Over TLS").
 //
 // Over TLS the socket may be parked only when crypto/tls holds nothing the client sent
 // (tlsHoldsInput): the descriptor's readiness cannot show what crypto/tls read ahead.

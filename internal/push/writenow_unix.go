@@ -37,10 +37,9 @@ func writeNow(raw syscall.RawConn, b []byte) int {
 // A closure made for each call escapes (Control is an interface's method): two
 // objects a push, 60,000 pushes a second at 100,000 waiters, and the largest source
 // of an idle room's garbage, each collection of which marks every waiter's memory.
-// Bound once instead, it and redisstore's Positions, which no longer makes a count per
-// bitmap byte for the hub's tickets, took an instance's garbage outside requests and handshakes over the
-// harness's ws section from 55 to 27 MB plain and from 160 to 42 MB over TLS (go tool
-// pprof -sample_index=alloc_space of ws-caddy0[-tls]-heap.pprof).
+// Bound once, an instance's garbage outside requests and handshakes over the
+// harness's ws section is about half of what it is with a closure per push (go tool
+// pprof -sample_index=alloc_space of ws-caddy0-heap.pprof).
 type rawWrite struct {
 	b       []byte
 	n       int
