@@ -13,5 +13,9 @@
 //   - room.go: the admission loop, the secret, the touch cache; lottery.go an event's
 //     draw; views.go what a waiter is told; socket.go the waiting sockets.
 //   - admin.go, passes.go, preview.go, history.go: the admin API's operations, with
-//     typed results.
+//     typed results; errors.go the errors the admin API tells apart (a caller's
+//     mistake, a visitor it does not hold, the store).
+//   - config.go: what a room is started with; timing.go how often things happen;
+//     message.go the message to the line; perip.go the per-address counters;
+//     inspect.go what the module and tests read of a running room.
 package room
