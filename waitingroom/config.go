@@ -1,7 +1,6 @@
 package waitingroom
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -20,19 +19,10 @@ type Rate struct {
 	Per caddy.Duration `json:"per,omitempty"`
 }
 
-// MarshalJSON writes the window as a duration string ("1m0s"), which reads back
-// (caddy.Duration accepts it) and reads better than nanoseconds in adapted configs and
-// the admin API.
-func (r Rate) MarshalJSON() ([]byte, error) {
-	out := struct {
-		Count int    `json:"count"`
-		Per   string `json:"per,omitempty"`
-	}{Count: r.Count}
-	if r.Per > 0 {
-		out.Per = time.Duration(r.Per).String()
-	}
-	return json.Marshal(out)
-}
+// MarshalJSON writes the window as a duration string ("1m0s"), as the room's admin API
+// shows it: it reads back (caddy.Duration accepts it) and reads better than
+// nanoseconds in adapted configs.
+func (r Rate) MarshalJSON() ([]byte, error) { return r.engine().MarshalJSON() }
 
 func (r *Rate) validate() error { return room.CheckRate(r.engine()) }
 
