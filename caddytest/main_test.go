@@ -2,7 +2,10 @@ package caddytest
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/caddyserver/caddy/v2"
 )
 
 func TestMain(m *testing.M) {
@@ -20,5 +23,7 @@ func runWithTempDirs(m *testing.M) int {
 		defer os.RemoveAll(dir)
 		os.Setenv(v, dir)
 	}
+	// Caddy works out where it autosaves when its package loads, before TestMain.
+	caddy.ConfigAutosavePath = filepath.Join(caddy.AppConfigDir(), "autosave.json")
 	return m.Run()
 }
