@@ -15,4 +15,10 @@
 // under a deadline, never on the hub's goroutine (tlssocket.go). TestTextFrameHeader and
 // TestLibraryFramesAndPushedFramesDoNotInterleave hold our frames to coder/websocket's
 // reader at the version in go.mod.
+//
+// An idle socket waits in its hub's own epoll instance (idle.go, idle_linux.go)
+// rather than in a reader goroutine blocked in the library's read: a waiter's server
+// memory is 8 KiB instead of 11.5 over plain HTTP, and 20 instead of 23 over TLS, in
+// the load harness's ws section at 10,000 waiters (go run ./load -only ws -tls
+// -waiters 10000 -instances 2 -clients 2, from caddytest/).
 package push
