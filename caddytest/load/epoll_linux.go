@@ -199,7 +199,9 @@ func (l *listener) readable(ls *listened, now time.Duration) {
 // a loop making one per message kept the runtime's monitor waking itself up and
 // handing the P between threads: the same cost the room's pushes had (see
 // internal/push/writenow_unix.go), in processes that share the cores with the servers
-// they measure.
+// they measure. unsafe only hands the kernel our own buffers and reads the control
+// messages it wrote into oob, as syscall.Recvmsg and syscall.ParseSocketControlMessage
+// do.
 func recvmsg(fd int, b, oob []byte) (n, oobn int, err error) {
 	iov := syscall.Iovec{Base: unsafe.SliceData(b)}
 	iov.SetLen(len(b))

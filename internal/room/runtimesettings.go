@@ -28,7 +28,7 @@ type runtimeSetting struct {
 var runtimeSettings = []runtimeSetting{
 	{name: "capacity",
 		patch: func(_ *Room, o *Overrides, raw json.RawMessage) error {
-			return patchNumber(&o.Capacity, "capacity", raw, CheckCapacity)
+			return patchValue(&o.Capacity, "capacity", "a whole number", raw, CheckCapacity)
 		},
 		apply: func(s *Settings, o *Overrides) {
 			if o.Capacity != nil {
@@ -43,7 +43,9 @@ var runtimeSettings = []runtimeSetting{
 			}
 		}},
 	{name: "mode",
-		patch: patchMode,
+		patch: func(_ *Room, o *Overrides, raw json.RawMessage) error {
+			return patchValue(&o.Mode, "mode", "a string", raw, CheckMode)
+		},
 		apply: func(s *Settings, o *Overrides) {
 			if o.Mode != nil {
 				// The operator's lever wins over a pre-queue too (say, suspending the room).
@@ -51,7 +53,11 @@ var runtimeSettings = []runtimeSetting{
 			}
 		}},
 	{name: "message",
-		patch: patchMessage,
+		// null clears the override (the configured message, if any, shows again); ""
+		// shows none.
+		patch: func(_ *Room, o *Overrides, raw json.RawMessage) error {
+			return patchValue(&o.Message, "message", "a string", raw, CheckMessage)
+		},
 		apply: func(s *Settings, o *Overrides) {
 			if o.Message != nil {
 				s.Message = *o.Message
@@ -63,7 +69,7 @@ var runtimeSettings = []runtimeSetting{
 	timing("session_max", func(o *Overrides) **Period { return &o.SessionMax }, func(s *Settings) *time.Duration { return &s.SessionMax }),
 	{name: "proof_of_work",
 		patch: func(_ *Room, o *Overrides, raw json.RawMessage) error {
-			return patchNumber(&o.ProofOfWork, "proof_of_work", raw, CheckProofOfWork)
+			return patchValue(&o.ProofOfWork, "proof_of_work", "a whole number", raw, CheckProofOfWork)
 		},
 		apply: func(s *Settings, o *Overrides) {
 			if o.ProofOfWork != nil {
@@ -211,20 +217,21 @@ func timing(name string, field func(*Overrides) **Period, value func(*Settings) 
 	}
 }
 
-// patchNumber reads a whole number setting, checked by check; null restores it.
-func patchNumber(field **int, name string, raw json.RawMessage, check func(int) error) error {
+// patchValue reads a setting's PATCH value of type T, described as want in the
+// error, and checked by check; null restores the configured value.
+func patchValue[T any](field **T, name, want string, raw json.RawMessage, check func(T) error) error {
 	if string(raw) == "null" {
 		*field = nil
 		return nil
 	}
-	var n int
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return inputErrorf("%s must be a whole number or null, got %s", name, clip(raw))
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return inputErrorf("%s must be %s or null, got %s", name, want, clip(raw))
 	}
-	if err := check(n); err != nil {
+	if err := check(v); err != nil {
 		return inputError{err}
 	}
-	*field = &n
+	*field = &v
 	return nil
 }
 
@@ -261,41 +268,6 @@ func (rm *Room) patchRate(o *Overrides, raw json.RawMessage) error {
 		return inputError{err}
 	}
 	o.Rate = &rate
-	return nil
-}
-
-// patchMode reads a PATCH's mode; null restores the configured one.
-func patchMode(_ *Room, o *Overrides, raw json.RawMessage) error {
-	if string(raw) == "null" {
-		o.Mode = nil
-		return nil
-	}
-	var m string
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return inputErrorf("mode must be a string or null, got %s", clip(raw))
-	}
-	if err := CheckMode(m); err != nil {
-		return inputError{err}
-	}
-	o.Mode = &m
-	return nil
-}
-
-// patchMessage reads a PATCH's message: null clears the override (the configured
-// message, if any, shows again), a string sets it ("" shows none).
-func patchMessage(_ *Room, o *Overrides, raw json.RawMessage) error {
-	if string(raw) == "null" {
-		o.Message = nil
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return inputErrorf("message must be a string or null, got %s", clip(raw))
-	}
-	if err := CheckMessage(s); err != nil {
-		return inputError{err}
-	}
-	o.Message = &s
 	return nil
 }
 
