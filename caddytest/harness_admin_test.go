@@ -20,7 +20,13 @@ const adminBase = "http://localhost:2999"
 // admin calls the admin API and returns the status and body.
 func admin(t *testing.T, method, path, body string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(method, adminBase+path, strings.NewReader(body))
+	return adminAt(t, adminBase, method, path, body)
+}
+
+// adminAt calls the admin API at base (one fleet instance's, say).
+func adminAt(t *testing.T, base, method, path, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 	if body != "" || method == http.MethodPost { // the API takes a POST as JSON only
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -121,16 +127,8 @@ func consoleInfo(t *testing.T, room string) (consoleRoom, map[string]any) {
 // patchFleetRoom PATCHes room on one instance's admin endpoint.
 func patchFleetRoom(t *testing.T, nd *node, room, body string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPatch, nd.admin+"/waiting_room/"+room, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("PATCH %s on %s: %d %s", body, nd.name, resp.StatusCode, b)
+	if code, answer := adminAt(t, nd.admin, http.MethodPatch, "/waiting_room/"+room, body); code != http.StatusOK {
+		t.Fatalf("PATCH %s on %s: %d %s", body, nd.name, code, answer)
 	}
 }
 
