@@ -49,6 +49,8 @@ type MemoryStore struct {
 	shuffled map[string]bool
 	// once is the once-only check's keys (memory_once.go), under its own lock.
 	once onceKeys
+	// samples are the shop's measurements by control period (memory_sample.go).
+	samples samples
 
 	// pass is the lane of pass holders, ahead of the line (memory_pass.go); passes
 	// counts each pass's uses left, forgotten after the pass expires.

@@ -113,6 +113,15 @@ type Store interface {
 	// wall-clock instant whichever instance asks; the store may forget it after that.
 	Once(ctx context.Context, key string, until time.Time) (bool, error)
 
+	// Report adds s, what this instance measured of the shop in the control period
+	// numbered period, to the room's sample of that period: fleet-wide, for a shared
+	// store. A store keeps a period's sample for a few periods, no longer.
+	Report(ctx context.Context, period int64, s Sample) error
+
+	// Measured is the room's sample of the control period numbered period: every
+	// report made for it, added up (empty when none was).
+	Measured(ctx context.Context, period int64) (Sample, error)
+
 	// Subscribe calls fn with the ids of every admission made from the queue by anyone
 	// sharing this store (this instance's steps and, for shared stores, other
 	// instances'). Delivery is best effort: callers reconcile through Positions/Status.

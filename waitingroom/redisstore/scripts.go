@@ -108,6 +108,7 @@ var (
 	statsScript         = newLuaScript("stats.lua", roomPrelude)
 	swapOverridesScript = newLuaScript("swap_overrides.lua", deadlinePrelude)
 	onceScript          = newLuaScript("once.lua", deadlinePrelude)
+	reportScript        = newLuaScript("report.lua", deadlinePrelude)
 	timeScript          = newLuaScript("time.lua", "")
 )
 

@@ -30,7 +30,7 @@ import (
 var allScripts = []*luaScript{
 	joinScript, passJoinScript, statusScript, touchScript, heartbeatScript, holdScript,
 	releaseScript, leaveScript, stepScript, shuffleScript, resetScript, positionsScript,
-	statsScript, swapOverridesScript, onceScript, timeScript,
+	statsScript, swapOverridesScript, onceScript, timeScript, reportScript,
 }
 
 // A script's error names the line of lua/ it came from, whether that line is in the
@@ -443,5 +443,8 @@ func drive(t *testing.T, s *roomStore) {
 	check("SwapOverrides", err)
 	_, err = s.Once(ctx, "proof", now.Add(time.Minute))
 	check("Once", err)
+	check("Report", s.Report(ctx, 1, queue.Sample{Latency: []uint64{0, 2, 1}, Failed: 1}))
+	_, err = s.Measured(ctx, 1)
+	check("Measured", err)
 	check("Reset", s.Reset(ctx))
 }

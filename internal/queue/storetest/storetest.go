@@ -76,6 +76,7 @@ func Run(t *testing.T, open Open) {
 		{"PassPositionsMatchModel", testPassPositionsMatchModel},
 		{"OnceAcceptsEachKeyOnce", testOnceAcceptsEachKeyOnce},
 		{"OnceUnderConcurrency", testOnceUnderConcurrency},
+		{"ReportsAddUp", testReportsAddUp},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
