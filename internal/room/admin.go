@@ -30,6 +30,8 @@ type Configured struct {
 	Message    string `json:"message"`
 	// ProofOfWork is the configured difficulty, 0 when off.
 	ProofOfWork int `json:"proof_of_work"`
+	// Adapt is the configured adaptive capacity; null when off.
+	Adapt *Adapt `json:"adapt"`
 }
 
 // EventInfo is a scheduled event, in progress or next.
@@ -84,6 +86,8 @@ type Info struct {
 	NextEvent *EventInfo `json:"next_event"`
 	// ProofOfWork is the difficulty a new visitor's proof must meet now, 0 when off.
 	ProofOfWork int `json:"proof_of_work"`
+	// Adapt is the adaptive capacity in force and its last decision; null when off.
+	Adapt *AdaptInfo `json:"adapt"`
 }
 
 // timingsOf shows s's timings.
@@ -129,9 +133,11 @@ func (rm *Room) Info(ctx context.Context) (Info, error) {
 			SessionMax:  configured.SessionMax,
 			Message:     cfg.Message,
 			ProofOfWork: cfg.ProofOfWork,
+			Adapt:       cfg.Adapt,
 		},
-		Overrides:   o,
+		Overrides:   o.settings(),
 		Message:     s.Message,
+		Adapt:       adaptInfo(s, o.Adapted),
 		NextEvent:   nextEvent(cfg.Events, now),
 		ProofOfWork: s.ProofOfWork,
 	}

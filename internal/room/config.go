@@ -30,6 +30,8 @@ type Config struct {
 	// proof must meet, 0 when off.
 	Message     string
 	ProofOfWork int
+	// Adapt turns the adaptive capacity on (nil: off), Capacity being where it starts.
+	Adapt *Adapt
 
 	// PerIP caps what one client address may do on this instance; zero: no caps.
 	PerIP PerIP
@@ -150,6 +152,9 @@ type Metrics interface {
 	Waited(d time.Duration)
 	// Counters are the room-wide counters and the effective capacity, each tick.
 	Counters(st *queue.Stats, capacity int)
+	// Served records the shop's time to first byte for a request the room let
+	// through, and whether it failed.
+	Served(ttfb time.Duration, failed bool)
 }
 
 // Clock tells the time; tests give their own.

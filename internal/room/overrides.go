@@ -23,6 +23,19 @@ type Overrides struct {
 	AwayTTL     *Period `json:"away_ttl,omitempty"`
 	SessionMax  *Period `json:"session_max,omitempty"` // 0 turns it off
 	ProofOfWork *int    `json:"proof_of_work,omitempty"`
+	// Adapt changes the adaptive capacity's targets, or turns it off.
+	Adapt *AdaptOverride `json:"adapt,omitempty"`
+
+	// Adapted is not a setting but the adaptive capacity's last decision
+	// (steering.go), kept here so that every instance applies and shows the same.
+	Adapted *Adapted `json:"adapted,omitempty"`
+}
+
+// settings are the overrides without the controller's decision: what the admin API
+// shows as the operator's changes.
+func (o Overrides) settings() Overrides {
+	o.Adapted = nil
+	return o
 }
 
 // Period is a duration in the overrides and the admin API, written as Go prints it
@@ -114,6 +127,9 @@ func (rm *Room) saveOverrides(ctx context.Context, fields map[string]json.RawMes
 				delete(merged, name)
 			}
 		}
+		var was Overrides
+		_ = json.Unmarshal(old, &was)
+		rm.adaptMerge(fields, &patch, was, merged)
 		var o Overrides
 		b, _ := json.Marshal(merged)
 		if err := json.Unmarshal(b, &o); err != nil {

@@ -40,6 +40,13 @@ type Room struct {
 	wg       sync.WaitGroup // the goroutines Start started
 	stopOnce sync.Once
 
+	// meter is what this instance measured of the shop (meter.go), and steering its
+	// part in the adaptive capacity (steering.go), under steerMu: tick runs on the
+	// loop and on admin calls.
+	meter    meter
+	steerMu  sync.Mutex
+	steering steering
+
 	lastErrLog atomic.Int64
 	errCount   atomic.Int64
 
@@ -168,7 +175,8 @@ func (rm *Room) tick(ctx context.Context) {
 	rm.stats.Store(&st)
 	rm.est.Observe(now, st.AdmittedTotal)
 	rm.cfg.History.observe(now, &st)
-	rm.cfg.Metrics.Counters(&st, p.Capacity)
+	rm.steer(ctx, now, p, &st)
+	rm.cfg.Metrics.Counters(&st, rm.Settings(now).Capacity)
 }
 
 // agreeSecret makes sure the room has a signing secret. A configured secret is set

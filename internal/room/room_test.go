@@ -38,6 +38,7 @@ func (noMetrics) Queued()                    {}
 func (noMetrics) Abandoned(int)              {}
 func (noMetrics) Waited(time.Duration)       {}
 func (noMetrics) Counters(*queue.Stats, int) {}
+func (noMetrics) Served(time.Duration, bool) {}
 
 // newTestRoom starts a room of capacity on a memory store, with a clock the test
 // moves; configure may change the configuration before the room is made.

@@ -76,6 +76,7 @@ var runtimeSettings = []runtimeSetting{
 				s.ProofOfWork = *o.ProofOfWork
 			}
 		}},
+	adaptSetting, // adapt.go
 }
 
 // runtimeSettingNames lists the names for the error of an unknown field.

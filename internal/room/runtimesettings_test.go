@@ -25,6 +25,7 @@ func TestEveryOverrideIsDefinedOnce(t *testing.T) {
 			t.Errorf("setting %q has no Overrides field", def.name)
 		}
 	}
+	delete(fields, "adapted") // the controller's decision, which no PATCH sets
 	for name := range fields {
 		if defined[name] != 1 {
 			t.Errorf("Overrides field %q is defined %d times, want once", name, defined[name])
@@ -43,6 +44,7 @@ var settingValue = map[string]func(*Settings) any{
 	"away_ttl":      func(s *Settings) any { return s.AwayTTL },
 	"session_max":   func(s *Settings) any { return s.SessionMax },
 	"proof_of_work": func(s *Settings) any { return s.ProofOfWork },
+	"adapt":         func(s *Settings) any { return s.Adapt },
 }
 
 // Each setting's PATCH changes its own value in the snapshot every request reads,
@@ -61,6 +63,8 @@ func TestEachSettingPatchesAndRestoresItsOwnField(t *testing.T) {
 		"away_ttl":      {`{"away_ttl":"10m"}`, 10 * time.Minute},
 		"session_max":   {`{"session_max":"1h"}`, time.Hour},
 		"proof_of_work": {`{"proof_of_work":12}`, 12},
+		// null turns adapt off, which it is in the configuration here.
+		"adapt": {`{"adapt":{"latency":"800ms"}}`, &Adapt{Latency: 800 * time.Millisecond, Errors: DefaultAdaptErrors, Min: 1, Max: 20}},
 	}
 	if len(patches) != len(runtimeSettings) || len(settingValue) != len(runtimeSettings) {
 		t.Fatalf("%d patches and %d readers for %d settings: a setting is missing here", len(patches), len(settingValue), len(runtimeSettings))

@@ -24,6 +24,9 @@ type Settings struct {
 	SessionMax                    time.Duration // 0: off
 	Message                       string
 	ProofOfWork                   int
+	// Adapt are the adaptive capacity's targets; nil while it is off. While it is on,
+	// Capacity is the one it chose.
+	Adapt *Adapt
 
 	// Overrides are what the admin API changed, which these settings include.
 	Overrides Overrides
@@ -39,6 +42,7 @@ func settingsAt(cfg *Config, o Overrides, now time.Time) *Settings {
 		Capacity: cfg.Capacity, Rate: cfg.Rate, Mode: cfg.Mode,
 		SessionTTL: cfg.SessionTTL, QueueTTL: cfg.QueueTTL, AwayTTL: cfg.AwayTTL, SessionMax: cfg.SessionMax,
 		Message: cfg.Message, ProofOfWork: cfg.ProofOfWork,
+		Adapt:     cfg.Adapt,
 		Overrides: o,
 	}
 	if s.Mode == "" {

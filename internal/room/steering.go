@@ -1,0 +1,147 @@
+package room
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+)
+
+// The adaptive capacity across a fleet. Control periods are numbered from the Unix
+// epoch, so every instance sharing a store agrees on them. At its first tick in a
+// period each instance reports what it measured in the one before (Store.Report);
+// a moment later (reportGrace, so the others have reported too) the first instance
+// to claim the period (Store.Once) reads everyone's sample, decides by the control
+// law (control.go), and saves the capacity it chose, with why, beside the runtime
+// settings, which every instance reads each tick. An instance that dies simply
+// claims no more periods; the next period's claim goes to another.
+
+// reportGrace is how long after a period ends its decision waits for the reports.
+const reportGrace = 2 * stepEvery
+
+// steering is the room's part in the fleet's adaptive capacity, kept by the loop.
+type steering struct {
+	reported int64 // the period this instance's meter is measuring into
+	decided  int64 // the last period this instance decided or left to another
+}
+
+// Adapted is the controller's last decision, kept with the runtime settings so every
+// instance shows and applies the same one.
+type Adapted struct {
+	Capacity int `json:"capacity"`
+	// Period is the control period decided on (ControlPeriod long, from the Unix
+	// epoch); Requests, Failed and P90 are what it measured, fleet-wide.
+	Period   int64  `json:"period"`
+	Requests uint64 `json:"requests"`
+	Failed   uint64 `json:"failed"`
+	P90      Period `json:"p90"`
+	Reason   string `json:"reason"`
+}
+
+// periodOf is the control period now falls in.
+func periodOf(now time.Time) int64 { return now.UnixNano() / int64(ControlPeriod) }
+
+// periodStart is when period starts.
+func periodStart(period int64) time.Time { return time.Unix(0, period*int64(ControlPeriod)) }
+
+// steer runs the room's part of the adaptive capacity at one tick under s, with the
+// counters st just read.
+func (rm *Room) steer(ctx context.Context, now time.Time, s *Settings, st *queue.Stats) {
+	rm.steerMu.Lock()
+	defer rm.steerMu.Unlock()
+	sg := &rm.steering
+	period := periodOf(now)
+	if period != sg.reported {
+		sample := rm.meter.take()
+		// A sample taken across more than one period (the loop stalled, the store was
+		// down) says nothing of any one of them: it is dropped.
+		if s.Adapt != nil && sg.reported == period-1 {
+			if err := rm.cfg.Store.Report(ctx, sg.reported, sample); err != nil {
+				rm.storeError("reporting measurements", err)
+			}
+		}
+		sg.reported = period
+	}
+	last := period - 1
+	if s.Adapt == nil || sg.decided >= last || now.Before(periodStart(period).Add(reportGrace)) {
+		return
+	}
+	sg.decided = last
+	mine, err := rm.cfg.Store.Once(ctx, "adapt:"+strconv.FormatInt(last, 10), periodStart(period).Add(time.Minute))
+	if err != nil {
+		rm.storeError("claiming a control period", err)
+		return
+	}
+	if !mine {
+		return // another instance decides this one
+	}
+	sample, err := rm.cfg.Store.Measured(ctx, last)
+	if err != nil {
+		rm.storeError("reading measurements", err)
+		return
+	}
+	r := ReadingOf(&sample, st)
+	r.Limited = s.limitedOtherwise()
+	next, reason := Steer(*s.Adapt, s.Capacity, r)
+	d := Adapted{Capacity: next, Period: last, Requests: r.Requests, Failed: r.Failed, P90: Period(r.P90), Reason: reason}
+	if err := rm.saveAdapted(ctx, s.Capacity, d); err != nil {
+		rm.storeError("saving the adapted capacity", err)
+		return
+	}
+	if next != s.Capacity {
+		rm.cfg.Logger.Info("capacity adapted", zap.String("room", rm.cfg.Name), zap.Int("from", s.Capacity),
+			zap.Int("to", next), zap.String("reason", reason))
+	}
+}
+
+// limitedOtherwise says something other than capacity limits admissions under s: a
+// rate, or a mode that holds everyone or admits everyone.
+func (s *Settings) limitedOtherwise() bool {
+	lim := s.limits()
+	return lim.Hold || lim.Rate > 0 || lim.Capacity == maxCapacity
+}
+
+// saveAdapted saves the controller's decision d beside the runtime settings, unless
+// the capacity it was made from (from) is no longer the one in force, or adapt was
+// turned off: an operator's change made meanwhile wins, and the next period decides
+// from it.
+func (rm *Room) saveAdapted(ctx context.Context, from int, d Adapted) error {
+	for range saveAttempts {
+		old, err := rm.cfg.Store.Overrides(ctx)
+		if err != nil {
+			return err
+		}
+		merged := map[string]json.RawMessage{}
+		var o Overrides
+		if len(old) > 0 {
+			if err := json.Unmarshal(old, &merged); err != nil {
+				return fmt.Errorf("reading runtime settings: %w", err)
+			}
+			if err := json.Unmarshal(old, &o); err != nil {
+				return fmt.Errorf("reading runtime settings: %w", err)
+			}
+		}
+		s := settingsAt(rm.cfg, o, rm.cfg.Clock.Now())
+		if s.Adapt == nil || s.Capacity != from {
+			return nil
+		}
+		merged["adapted"], _ = json.Marshal(d)
+		doc, _ := json.Marshal(merged)
+		swapped, err := rm.cfg.Store.SwapOverrides(ctx, old, doc)
+		if err != nil {
+			return err
+		}
+		if swapped {
+			var saved Overrides
+			_ = json.Unmarshal(doc, &saved)
+			rm.settle(saved)
+			return nil
+		}
+	}
+	return fmt.Errorf("other changes were saved %d times meanwhile", saveAttempts)
+}
