@@ -117,6 +117,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	seen := map[string]bool{}
 	var nameAt string      // the line of the room's name, where its default cookie name comes from
 	var awayTooShort error // away_ttl below queue_ttl, on away_ttl's line
+	var adaptAt string     // the line of the adapt block, checked against the capacity
 	for d.NextBlock(0) {
 		sub := d.Val()
 		if seen[sub] {
@@ -196,6 +197,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "proof_of_work":
 			h.ProofOfWork, err = parseProofOfWork(d)
+		case "adapt":
+			adaptAt = where(d)
+			h.Adapt, err = parseAdapt(d)
 		case "cookie":
 			h.Cookie, err = parseCookie(d, &h.cookieNamedAt)
 		case "store":
@@ -218,6 +222,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	}
 	if a := h.AwayTTL; a != nil && *a > 0 && time.Duration(*a) < cmp.Or(time.Duration(h.QueueTTL), defaultQueueTTL) {
 		return awayTooShort
+	}
+	if h.Adapt != nil {
+		return checkAdapt(h.Adapt, h.Capacity, adaptAt)
 	}
 	return nil
 }

@@ -26,6 +26,8 @@ var metrics struct {
 	queued    *prometheus.CounterVec
 	abandoned *prometheus.CounterVec
 	wait      *prometheus.HistogramVec
+	ttfb      *prometheus.HistogramVec
+	failed    *prometheus.CounterVec
 }
 
 func initMetrics() {
@@ -50,6 +52,12 @@ func initMetrics() {
 			Help:    "How long admitted waiters waited in the queue.",
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200},
 		}, labels)
+		metrics.ttfb = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "upstream_ttfb_seconds",
+			Help:    "The shop's time to first byte for the requests of admitted visitors, from handing each on to its response's header (this instance).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, .75, 1, 1.5, 2.5, 5, 10, 30},
+		}, labels)
+		metrics.failed = counter("upstream_failed_total", "Requests of admitted visitors that failed: a 5xx, or an error from the next handler (this instance).")
 	})
 }
 
@@ -59,13 +67,15 @@ type roomMetrics struct {
 	capacity                    prometheus.Gauge
 	admitted, queued, abandoned prometheus.Counter
 	wait                        prometheus.Observer
+	ttfb                        prometheus.Observer
+	failed                      prometheus.Counter
 }
 
 func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, error) {
 	initMetrics()
 	if registry != nil {
 		for _, c := range []prometheus.Collector{metrics.active, metrics.waiting, metrics.away, metrics.capacity,
-			metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait} {
+			metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait, metrics.ttfb, metrics.failed} {
 			// Several rooms in one config register the same collectors: that is fine.
 			if err := registry.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 				return nil, fmt.Errorf("registering metrics: %w", err)
@@ -81,6 +91,8 @@ func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, e
 		queued:    metrics.queued.WithLabelValues(room),
 		abandoned: metrics.abandoned.WithLabelValues(room),
 		wait:      metrics.wait.WithLabelValues(room),
+		ttfb:      metrics.ttfb.WithLabelValues(room),
+		failed:    metrics.failed.WithLabelValues(room),
 	}, nil
 }
 
@@ -93,7 +105,8 @@ func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, e
 func deleteRoomMetrics(room string) {
 	initMetrics()
 	for _, v := range []interface{ DeleteLabelValues(...string) bool }{metrics.active, metrics.waiting,
-		metrics.away, metrics.capacity, metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait} {
+		metrics.away, metrics.capacity, metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait,
+		metrics.ttfb, metrics.failed} {
 		v.DeleteLabelValues(room)
 	}
 }
@@ -105,6 +118,13 @@ func (m *roomMetrics) Queued()         { m.queued.Inc() }
 func (m *roomMetrics) Abandoned(n int) { m.abandoned.Add(float64(n)) }
 
 func (m *roomMetrics) Waited(d time.Duration) { m.wait.Observe(d.Seconds()) }
+
+func (m *roomMetrics) Served(ttfb time.Duration, failed bool) {
+	m.ttfb.Observe(ttfb.Seconds())
+	if failed {
+		m.failed.Inc()
+	}
+}
 
 func (m *roomMetrics) Counters(st *queue.Stats, capacity int) {
 	m.active.Set(float64(st.Active))

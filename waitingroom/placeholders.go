@@ -37,6 +37,7 @@ type visit struct {
 	waited   time.Duration // how long the visitor waited in line; known says if set
 	known    bool
 	position int
+	capacity int // in force when the request was decided on
 
 	watcher revokeWatcher // an admitted request's (passAdmitted)
 }
@@ -58,6 +59,7 @@ func (v *visit) decided(d *room.Decision) {
 	if v == nil {
 		return
 	}
+	v.capacity = d.Settings.Capacity
 	switch d.Outcome {
 	case room.Through:
 	case room.Admitted:
@@ -99,6 +101,8 @@ func (v *visit) placeholder(key string) (any, bool) {
 			return v.position, true
 		}
 		return "", true
+	case "capacity":
+		return v.capacity, true
 	}
 	return nil, false
 }

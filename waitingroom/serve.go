@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -62,7 +63,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		case d.TellSocket:
 			return h.room.TellAdmitted(w, r)
 		}
-		return h.passAdmitted(w, r, next, v, d.Visitor, d.Cookie() != nil)
+		return h.passAdmitted(w, r, next, v, d.Visitor, d.Cookie() != nil, facts.Now)
 	case room.Queued:
 		switch {
 		case d.Clean:
@@ -95,25 +96,40 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.
 }
 
 // passAdmitted hands the request on, watching the response for the upstream's revoke
-// command; cookie says the room set its cookie on the response, which then never goes
-// to a shared cache (sharedcache.go). The watcher lives in the request's visit when it
-// has one, so an admitted request allocates one object for both.
-func (h *Handler) passAdmitted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, v *visit, id queue.VisitorID, cookie bool) error {
+// command and timing it for the adaptive capacity (from start, when the request was
+// read, to its header); cookie says the room set its cookie on the response, which
+// then never goes to a shared cache (sharedcache.go). The watcher lives in the
+// request's visit when it has one, so an admitted request allocates one object for
+// both.
+func (h *Handler) passAdmitted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, v *visit, id queue.VisitorID, cookie bool, start time.Time) error {
 	var rw *revokeWatcher
 	if v != nil {
 		rw = &v.watcher
 	} else {
 		rw = new(revokeWatcher)
 	}
-	*rw = revokeWatcher{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, r: r, id: id, cookie: cookie}
+	*rw = revokeWatcher{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, r: r, id: id, cookie: cookie, start: start}
 	err := next.ServeHTTP(rw, r)
 	if !rw.wroteHeader {
 		// Nothing was written (an error, or a handler that wrote nothing): the command
 		// still counts, and still must not reach the client.
 		rw.obey()
 		rw.keepCookie()
+		if r.Context().Err() == nil { // a visitor who went away says nothing of the shop
+			h.room.Served(h.clock.Now().Sub(start), shopFailed(err))
+		}
 	}
 	return err
+}
+
+// shopFailed says an error from the next handler is the shop's failure: any but one
+// that carries a status under 500 (a file server's 404, a 403), which is an answer.
+func shopFailed(err error) bool {
+	if err == nil {
+		return false
+	}
+	var he caddyhttp.HandlerError
+	return !errors.As(err, &he) || he.StatusCode == 0 || he.StatusCode >= http.StatusInternalServerError
 }
 
 // commandHeader is the response header an upstream sets to steer the room.
@@ -128,7 +144,8 @@ type revokeWatcher struct {
 	r                               *http.Request
 	id                              queue.VisitorID
 	wroteHeader                     bool
-	cookie                          bool // the response carries the room's Set-Cookie
+	cookie                          bool      // the response carries the room's Set-Cookie
+	start                           time.Time // when the request was read, for its time to first byte
 }
 
 func (rw *revokeWatcher) WriteHeader(code int) {
@@ -140,6 +157,7 @@ func (rw *revokeWatcher) WriteHeader(code int) {
 		return
 	}
 	rw.wroteHeader = true
+	rw.h.room.Served(rw.h.clock.Now().Sub(rw.start), code >= http.StatusInternalServerError)
 	rw.obey()
 	rw.keepCookie()
 	rw.ResponseWriter.WriteHeader(code)

@@ -132,6 +132,11 @@ type Handler struct {
 	// 0 to 32; the admin API can change it at run time. Default: 0, off.
 	ProofOfWork int `json:"proof_of_work,omitempty"`
 
+	// Adapt turns on the adaptive capacity (see Adapt); Capacity is where it starts
+	// and must lie within its min and max. The admin API can change it, or turn it
+	// off, at run time. Default: off.
+	Adapt *Adapt `json:"adapt,omitempty"`
+
 	// Cookie configures the visitor cookie.
 	Cookie *token.Cookie `json:"cookie,omitempty"`
 
@@ -261,6 +266,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.store, h.releaseStore = store, release
 
+	if h.Adapt != nil {
+		if _, err := h.Adapt.engine(h.Capacity); err != nil {
+			return err
+		}
+	}
 	m, err := newRoomMetrics(h.Name, ctx.GetMetricsRegistry())
 	if err != nil {
 		return err
@@ -307,6 +317,9 @@ func (h *Handler) roomConfig(secrets [][]byte, m *roomMetrics) *room.Config {
 	}
 	if p := h.PerIP; p != nil {
 		cfg.PerIP = room.PerIP{MaxJoins: p.MaxJoins, JoinWindow: time.Duration(p.JoinWindow), MaxConnections: p.MaxConnections}
+	}
+	if h.Adapt != nil {
+		cfg.Adapt, _ = h.Adapt.engine(h.Capacity) // checked in Provision
 	}
 	return cfg
 }
@@ -400,6 +413,11 @@ func (h *Handler) Validate() error {
 	}
 	if err := room.CheckProofOfWork(h.ProofOfWork); err != nil {
 		return err
+	}
+	if h.Adapt != nil {
+		if _, err := h.Adapt.engine(h.Capacity); err != nil {
+			return err
+		}
 	}
 	if h.Mode != "" {
 		if err := room.CheckMode(h.Mode); err != nil {

@@ -133,8 +133,8 @@ func (o *AdaptOverride) UnmarshalJSON(b []byte) error {
 }
 
 // adaptSetting is adapt as a runtime setting. A PATCH of an object changes the
-// fields it names and keeps the others as they are in force (with the defaults when
-// adapt was off); null or "off" turns adapt off at the capacity in force (see
+// fields it names and keeps the others as they are in force (or, when adapt is off,
+// as configured, or the defaults); null or "off" turns adapt off at the capacity in force (see
 // adaptMerge). Its apply comes after capacity's: the controller's capacity, when
 // there is one, wins over the operator's, which a PATCH of capacity clears.
 var adaptSetting = runtimeSetting{
@@ -158,9 +158,14 @@ var adaptSetting = runtimeSetting{
 		// The snapshot in force (not Settings(now), which would make this table refer
 		// to itself through settingsAt).
 		s := rm.settings.Load()
-		a := Adapt{Errors: DefaultAdaptErrors}
-		if s.Adapt != nil {
+		a, known := Adapt{Errors: DefaultAdaptErrors}, true
+		switch {
+		case s.Adapt != nil:
 			a = *s.Adapt
+		case rm.cfg.Adapt != nil:
+			a = *rm.cfg.Adapt
+		default:
+			known = false
 		}
 		if in.Latency != nil {
 			d, err := rm.readDuration(*in.Latency)
@@ -180,16 +185,23 @@ var adaptSetting = runtimeSetting{
 			}
 			a.Errors = share
 		}
-		if in.Min != nil {
-			a.Min = *in.Min
+		for _, b := range []struct {
+			name  string
+			given *int
+			field *int
+		}{{"min", in.Min, &a.Min}, {"max", in.Max, &a.Max}} {
+			if b.given == nil {
+				continue
+			}
+			if *b.given < 1 {
+				return inputErrorf("adapt %s must be at least 1, got %d", b.name, *b.given)
+			}
+			*b.field = *b.given
 		}
-		if in.Max != nil {
-			a.Max = *in.Max
-		}
-		if s.Adapt == nil && in.Latency == nil {
+		if !known && in.Latency == nil {
 			return inputErrorf(`adapt is off: turning it on needs a "latency" target, such as {"latency": "800ms"}`)
 		}
-		if s.Adapt == nil {
+		if !known {
 			a = a.WithDefaults(s.Capacity)
 		}
 		// The capacity in force is clamped into new bounds, not refused by them.
