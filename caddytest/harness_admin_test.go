@@ -91,7 +91,13 @@ func tryRoomInfo(room string) (roomObject, error) {
 // metricValue reads one sample of the admin /metrics endpoint.
 func metricValue(t *testing.T, name, room string) float64 {
 	t.Helper()
-	_, body := admin(t, http.MethodGet, "/metrics", "")
+	return metricAt(t, adminBase, name, room)
+}
+
+// metricAt reads room's value of the metric name off the admin API at base.
+func metricAt(t *testing.T, base, name, room string) float64 {
+	t.Helper()
+	_, body := adminAt(t, base, http.MethodGet, "/metrics", "")
 	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `\{room="` + regexp.QuoteMeta(room) + `"\} (\S+)$`)
 	m := re.FindStringSubmatch(body)
 	if m == nil {

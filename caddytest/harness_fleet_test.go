@@ -19,48 +19,54 @@ import (
 // Caddy is one per process, so a fleet is the only way to test what a load balancer in
 // front of many instances would see.
 
-var (
-	binaryOnce sync.Once
-	binaryPath string
-	binaryErr  error
-)
-
 // caddyBinary builds testdata/caddy (Caddy with the plugin) once per test binary. It is
 // not race-instrumented: the race detector watches the in-process tests; these watch
 // what several processes do together.
-func caddyBinary(t testing.TB) string {
+func caddyBinary(t testing.TB) string { return caddyBuild.path(t) }
+
+var caddyBuild = &testBinary{name: "caddy", pkg: "./testdata/caddy"}
+
+// testBinary is a program of testdata/ built once per test binary, inside the
+// temporary data dir that TestMain removes at the end: one binary per test run, never
+// one that another checkout's run built.
+type testBinary struct {
+	name, pkg string
+	once      sync.Once
+	built     string
+	err       error
+}
+
+func (b *testBinary) path(t testing.TB) string {
 	t.Helper()
-	binaryOnce.Do(func() {
-		// Inside the temporary data dir that TestMain removes at the end: one binary per
-		// test run, never one that another checkout's run built.
+	b.once.Do(func() {
 		dir := filepath.Join(os.Getenv("XDG_DATA_HOME"), "bin")
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			binaryErr = err
+			b.err = err
 			return
 		}
-		binaryPath = filepath.Join(dir, "caddy")
-		building := fmt.Sprintf("%s.%d", binaryPath, os.Getpid())
+		out := filepath.Join(dir, b.name)
+		building := fmt.Sprintf("%s.%d", out, os.Getpid())
 		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
 		if _, err := os.Stat(goTool); err != nil {
 			goTool = "go"
 		}
 		start := time.Now()
-		cmd := exec.Command(goTool, "build", "-o", building, "./testdata/caddy")
-		out, err := cmd.CombinedOutput()
+		msg, err := exec.Command(goTool, "build", "-o", building, b.pkg).CombinedOutput()
 		if err != nil {
-			binaryErr = fmt.Errorf("go build ./testdata/caddy: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build %s: %v\n%s", b.pkg, err, msg)
 			return
 		}
-		if err := os.Rename(building, binaryPath); err != nil {
-			binaryErr = err
+		if err := os.Rename(building, out); err != nil {
+			b.err = err
 			return
 		}
-		t.Logf("built %s in %v", binaryPath, time.Since(start).Round(time.Millisecond))
+		b.built = out
+		t.Logf("built %s in %v", out, time.Since(start).Round(time.Millisecond))
 	})
-	if binaryErr != nil {
-		t.Fatal(binaryErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return binaryPath
+	return b.built
 }
 
 // node is one caddy process of a fleet.
