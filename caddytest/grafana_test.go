@@ -137,6 +137,12 @@ func plausible(panel string, values map[string]float64) error {
 		return perInstance(each(wait, "a wait in (0, 7200] s"))
 	case "Instances reporting":
 		return each(func(v float64) bool { return v == 2 }, "2")
+	case "Capacity in force, the shop's p90 and its target":
+		// The capacity (2), the p90 of an upstream that answers at once, and the
+		// target (1s): all above 0, none above the target.
+		return each(func(v float64) bool { return v > 0 && v <= 2 }, "in (0, 2]")
+	case "Shop failures per minute":
+		return each(func(v float64) bool { return v == 0 }, "0 (the sale's upstream never fails)")
 	}
 	return fmt.Errorf("no plausibility rule for panel %q: add one to this test", panel)
 }
@@ -242,8 +248,9 @@ func TestGrafanaDashboardAgainstRealPrometheus(t *testing.T) {
 	room := uniqueRoom(t)
 	f := startFleet(t, 2, func(int) string {
 		// queue_ttl 5s sends the unpolled tail of the line away within the test, for
-		// the Away panel; away_ttl (10m by default) keeps their places.
-		return roomBlock(room, "/shop*", 2, "redis redis://"+srv.Addr, "queue_ttl 5s")
+		// the Away panel; away_ttl (10m by default) keeps their places. adapt is on,
+		// held at the capacity by its min and max, for the Shop row's target.
+		return roomBlock(room, "/shop*", 2, "redis redis://"+srv.Addr, "queue_ttl 5s", "adapt {\n\t\t\tlatency 1s\n\t\t\tmin 2\n\t\t\tmax 2\n\t\t}")
 	})
 	var targets []string
 	for _, nd := range f.nodes {

@@ -28,6 +28,7 @@ var metrics struct {
 	wait      *prometheus.HistogramVec
 	ttfb      *prometheus.HistogramVec
 	failed    *prometheus.CounterVec
+	target    *prometheus.GaugeVec
 }
 
 func initMetrics() {
@@ -57,6 +58,7 @@ func initMetrics() {
 			Help:    "The shop's time to first byte for the requests of admitted visitors, from handing each on to its response's header (this instance).",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, .75, 1, 1.5, 2.5, 5, 10, 30},
 		}, labels)
+		metrics.target = gauge("adapt_latency_target_seconds", "The adaptive capacity's target for the shop's p90 time to first byte; 0 while adapt is off (room-wide).")
 		metrics.failed = counter("upstream_failed_total", "Requests of admitted visitors that failed: a 5xx, or an error from the next handler (this instance).")
 	})
 }
@@ -69,13 +71,14 @@ type roomMetrics struct {
 	wait                        prometheus.Observer
 	ttfb                        prometheus.Observer
 	failed                      prometheus.Counter
+	target                      prometheus.Gauge
 }
 
 func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, error) {
 	initMetrics()
 	if registry != nil {
 		for _, c := range []prometheus.Collector{metrics.active, metrics.waiting, metrics.away, metrics.capacity,
-			metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait, metrics.ttfb, metrics.failed} {
+			metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait, metrics.ttfb, metrics.failed, metrics.target} {
 			// Several rooms in one config register the same collectors: that is fine.
 			if err := registry.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 				return nil, fmt.Errorf("registering metrics: %w", err)
@@ -93,6 +96,7 @@ func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, e
 		wait:      metrics.wait.WithLabelValues(room),
 		ttfb:      metrics.ttfb.WithLabelValues(room),
 		failed:    metrics.failed.WithLabelValues(room),
+		target:    metrics.target.WithLabelValues(room),
 	}, nil
 }
 
@@ -106,7 +110,7 @@ func deleteRoomMetrics(room string) {
 	initMetrics()
 	for _, v := range []interface{ DeleteLabelValues(...string) bool }{metrics.active, metrics.waiting,
 		metrics.away, metrics.capacity, metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait,
-		metrics.ttfb, metrics.failed} {
+		metrics.ttfb, metrics.failed, metrics.target} {
 		v.DeleteLabelValues(room)
 	}
 }
@@ -118,6 +122,8 @@ func (m *roomMetrics) Queued()         { m.queued.Inc() }
 func (m *roomMetrics) Abandoned(n int) { m.abandoned.Add(float64(n)) }
 
 func (m *roomMetrics) Waited(d time.Duration) { m.wait.Observe(d.Seconds()) }
+
+func (m *roomMetrics) LatencyTarget(d time.Duration) { m.target.Set(d.Seconds()) }
 
 func (m *roomMetrics) Served(ttfb time.Duration, failed bool) {
 	m.ttfb.Observe(ttfb.Seconds())

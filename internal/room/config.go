@@ -155,6 +155,9 @@ type Metrics interface {
 	// Served records the shop's time to first byte for a request the room let
 	// through, and whether it failed.
 	Served(ttfb time.Duration, failed bool)
+	// LatencyTarget is the adaptive capacity's p90 target in force, 0 while it is
+	// off, each tick.
+	LatencyTarget(d time.Duration)
 }
 
 // Clock tells the time; tests give their own.

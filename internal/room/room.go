@@ -176,7 +176,13 @@ func (rm *Room) tick(ctx context.Context) {
 	rm.est.Observe(now, st.AdmittedTotal)
 	rm.cfg.History.observe(now, &st)
 	rm.steer(ctx, now, p, &st)
-	rm.cfg.Metrics.Counters(&st, rm.Settings(now).Capacity)
+	p = rm.Settings(now) // the capacity steer may have set
+	rm.cfg.Metrics.Counters(&st, p.Capacity)
+	var target time.Duration
+	if p.Adapt != nil {
+		target = p.Adapt.Latency
+	}
+	rm.cfg.Metrics.LatencyTarget(target)
 }
 
 // agreeSecret makes sure the room has a signing secret. A configured secret is set
