@@ -12,7 +12,7 @@ import (
 )
 
 // roomFamilies are the metric families every room exports a series in, from the moment
-// it is provisioned (the histogram as its _bucket, _sum and _count).
+// it is provisioned (a histogram as its _bucket, _sum and _count).
 var roomFamilies = []string{
 	"caddy_waiting_room_active",
 	"caddy_waiting_room_waiting",
@@ -22,6 +22,9 @@ var roomFamilies = []string{
 	"caddy_waiting_room_queued_total",
 	"caddy_waiting_room_abandoned_total",
 	"caddy_waiting_room_wait_seconds",
+	"caddy_waiting_room_upstream_ttfb_seconds",
+	"caddy_waiting_room_upstream_failed_total",
+	"caddy_waiting_room_adapt_latency_target_seconds",
 }
 
 // roomSeries lists the families in which /metrics has a series of the room.
@@ -33,7 +36,7 @@ func roomSeries(t *testing.T, room string) []string {
 	for _, m := range re.FindAllStringSubmatch(body, -1) {
 		f := m[1]
 		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-			if s, ok := strings.CutSuffix(f, suffix); ok && s == "caddy_waiting_room_wait_seconds" {
+			if s, ok := strings.CutSuffix(f, suffix); ok && (s == "caddy_waiting_room_wait_seconds" || s == "caddy_waiting_room_upstream_ttfb_seconds") {
 				f = s
 			}
 		}
