@@ -121,3 +121,15 @@ func TestAdaptValidate(t *testing.T) {
 		})
 	}
 }
+
+// A room too big for ten times its capacity to count still takes adapt: max's
+// default stops at the largest capacity the room can hold.
+func TestAdaptDefaultMaxOfAHugeRoom(t *testing.T) {
+	a, err := (&Adapt{Latency: caddy.Duration(time.Second)}).engine(1_000_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Max != 1<<31-1 {
+		t.Fatalf("max = %d, want %d", a.Max, 1<<31-1)
+	}
+}

@@ -31,7 +31,12 @@ func init() {
 // header is bare Caddy behind one of the lightest handlers Caddy has, one that sets a response
 // header: what any handler costs a request that passes through it, whatever it does.
 // The room's own work is what the admitted visitor costs beyond that.
+//
+// adapted is the admitted visitor of a room with the adaptive capacity on: each
+// request is timed as every admitted request is, and the instance reports its
+// measurements to the store every control period and decides on them.
 const (
+	adaptedGoal    = 0.95
 	admittedGoal   = 0.97
 	admittedRounds = 20
 	admittedRound  = 2 * time.Second
@@ -61,6 +66,7 @@ func measureAdmitted(ctx context.Context, r *rig, t transport, rounds int, lengt
 		"bare":     `respond "ok"`,
 		"header":   "\theader X-Handler 1\n\trespond \"ok\"",
 		"admitted": "\twaiting_room {\n\t\tname admitted\n\t\tcapacity 1000000000\n\t\tsession_ttl 1h\n\t}\n\trespond \"ok\"",
+		"adapted":  "\twaiting_room {\n\t\tname adapted\n\t\tcapacity 1000000000\n\t\tsession_ttl 1h\n\t\tadapt {\n\t\t\tlatency 1s\n\t\t}\n\t}\n\trespond \"ok\"",
 	}, t)
 	if err != nil {
 		return nil, err
@@ -70,10 +76,14 @@ func measureAdmitted(ctx context.Context, r *rig, t transport, rounds int, lengt
 	if err != nil {
 		return nil, err
 	}
-	// Every side gets the same request, the room's cookie included.
-	headers := append([]string{"Cookie: " + cookie}, browserHeaders...)
+	adaptedCookie, err := admittedCookie(ctx, in.url("adapted"))
+	if err != nil {
+		return nil, err
+	}
+	// Every side gets the same request, the rooms' cookies included.
+	headers := append([]string{"Cookie: " + cookie + "; " + adaptedCookie}, browserHeaders...)
 	var targets []wrkTarget
-	for _, site := range []string{"bare", "header", "admitted"} {
+	for _, site := range []string{"bare", "header", "admitted", "adapted"} {
 		targets = append(targets, wrkTarget{name: site, url: in.url(site) + "/", headers: headers, serve: []*proc{in.proc}, duration: length})
 	}
 	before, err := readRoom(ctx, in, "admitted")
@@ -121,6 +131,8 @@ func measureAdmitted(ctx context.Context, r *rig, t transport, rounds int, lengt
 		intervalRow(figure+": requests per CPU second of Caddy", perCPU["admitted"], perCPU["bare"], "req/CPU-s", 0),
 		intervalRow("  a one-line Caddy handler (header) ÷ bare, the same rounds: requests per second", rps["header"], rps["bare"], "req/s", 0),
 		intervalRow("  admitted visitor ÷ the one-line handler, the same rounds: requests per second", rps["admitted"], rps["header"], "req/s", 0),
+		intervalRow("admitted visitor, adapt on ÷ bare, the same rounds: requests per second", rps["adapted"], rps["bare"], "req/s", adaptedGoal),
+		intervalRow("  admitted visitor, adapt on ÷ adapt off, the same rounds: requests per second", rps["adapted"], rps["admitted"], "req/s", 0),
 	}, nil
 }
 

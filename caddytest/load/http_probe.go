@@ -20,7 +20,7 @@ func admittedCookie(ctx context.Context, site string) (string, error) {
 		return "", err
 	}
 	for _, c := range resp.Cookies() {
-		if c.Name == "waiting_room_admitted" && body == "ok" {
+		if strings.HasPrefix(c.Name, "waiting_room_") && body == "ok" {
 			return c.Name + "=" + c.Value, nil
 		}
 	}

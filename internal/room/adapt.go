@@ -35,7 +35,7 @@ func (a Adapt) WithDefaults(capacity int) Adapt {
 		a.Min = DefaultAdaptMin
 	}
 	if a.Max == 0 {
-		a.Max = max(defaultAdaptMaxFactor*capacity, a.Min)
+		a.Max = min(max(defaultAdaptMaxFactor*capacity, a.Min), maxCapacity)
 	}
 	return a
 }
