@@ -85,6 +85,7 @@ type roomCounters struct {
 	Active        int    `json:"active"`
 	Waiting       int    `json:"waiting"`
 	AdmittedTotal uint64 `json:"admitted_total"`
+	Capacity      int    `json:"capacity"` // in force
 }
 
 func readRoom(ctx context.Context, in *instance, room string) (roomCounters, error) {

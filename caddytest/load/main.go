@@ -34,6 +34,7 @@ import (
 type options struct {
 	quick     bool          // small scale: a smoke run that proves the harness works
 	only      []string      // sections to run; all when empty
+	plot      string        // where the adapt section writes its plot, if anywhere
 	waiters   int           // concurrent waiting WebSockets for the ws section
 	instances int           // Caddy processes sharing one Redis in the ws section
 	clients   int           // client processes holding those WebSockets
@@ -77,6 +78,7 @@ func main() {
 	flag.BoolVar(&o.markdown, "markdown", false, "print the table as Markdown")
 	flag.StringVar(&o.docs, "docs", "", "after a run with no failed section, write its table into this file between "+tableBegin+" and "+tableEnd+" (../docs/performance.md)")
 	flag.BoolVar(&o.tls, "tls", false, "also run the http, admitted and ws sections over HTTPS (Caddy's local CA), their rows beside the plain ones")
+	flag.StringVar(&o.plot, "plot", "", "write the adapt section's plot (SVG) into this file (../docs/adaptive-capacity.svg)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's folder (Caddyfiles and every process's log) and print its path")
 	flag.Func("liveness", "comma-separated room sizes for the liveness section (default 10000,100000,1000000)", func(s string) error {
 		for f := range strings.SplitSeq(s, ",") {
