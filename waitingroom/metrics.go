@@ -26,7 +26,7 @@ var metrics struct {
 	queued    *prometheus.CounterVec
 	abandoned *prometheus.CounterVec
 	wait      *prometheus.HistogramVec
-	ttfb      *prometheus.HistogramVec
+	ttfb      *ttfbHistogram
 	failed    *prometheus.CounterVec
 	target    *prometheus.GaugeVec
 }
@@ -53,11 +53,7 @@ func initMetrics() {
 			Help:    "How long admitted waiters waited in the queue.",
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200},
 		}, labels)
-		metrics.ttfb = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: ns, Subsystem: sub, Name: "upstream_ttfb_seconds",
-			Help:    "The shop's time to first byte for the requests of admitted visitors, from handing each on to its response's header (this instance).",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, .75, 1, 1.5, 2.5, 5, 10, 30},
-		}, labels)
+		metrics.ttfb = newTTFBHistogram() // ttfbmetric.go
 		metrics.target = gauge("adapt_latency_target_seconds", "The adaptive capacity's target for the shop's p90 time to first byte; 0 while adapt is off (room-wide).")
 		metrics.failed = counter("upstream_failed_total", "Requests of admitted visitors that failed: a 5xx, or an error from the next handler (this instance).")
 	})
@@ -69,7 +65,7 @@ type roomMetrics struct {
 	capacity                    prometheus.Gauge
 	admitted, queued, abandoned prometheus.Counter
 	wait                        prometheus.Observer
-	ttfb                        prometheus.Observer
+	room                        string
 	failed                      prometheus.Counter
 	target                      prometheus.Gauge
 }
@@ -85,6 +81,7 @@ func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, e
 			}
 		}
 	}
+	metrics.ttfb.start(room)
 	return &roomMetrics{
 		active:    metrics.active.WithLabelValues(room),
 		waiting:   metrics.waiting.WithLabelValues(room),
@@ -94,7 +91,7 @@ func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, e
 		queued:    metrics.queued.WithLabelValues(room),
 		abandoned: metrics.abandoned.WithLabelValues(room),
 		wait:      metrics.wait.WithLabelValues(room),
-		ttfb:      metrics.ttfb.WithLabelValues(room),
+		room:      room,
 		failed:    metrics.failed.WithLabelValues(room),
 		target:    metrics.target.WithLabelValues(room),
 	}, nil
@@ -110,9 +107,10 @@ func deleteRoomMetrics(room string) {
 	initMetrics()
 	for _, v := range []interface{ DeleteLabelValues(...string) bool }{metrics.active, metrics.waiting,
 		metrics.away, metrics.capacity, metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait,
-		metrics.ttfb, metrics.failed, metrics.target} {
+		metrics.failed, metrics.target} {
 		v.DeleteLabelValues(room)
 	}
+	metrics.ttfb.delete(room)
 }
 
 // The room's counts (room.Metrics).
@@ -125,11 +123,9 @@ func (m *roomMetrics) Waited(d time.Duration) { m.wait.Observe(d.Seconds()) }
 
 func (m *roomMetrics) LatencyTarget(d time.Duration) { m.target.Set(d.Seconds()) }
 
-func (m *roomMetrics) Served(ttfb time.Duration, failed bool) {
-	m.ttfb.Observe(ttfb.Seconds())
-	if failed {
-		m.failed.Inc()
-	}
+func (m *roomMetrics) Measured(s *queue.Sample, total time.Duration) {
+	metrics.ttfb.add(m.room, s, total)
+	m.failed.Add(float64(s.Failed))
 }
 
 func (m *roomMetrics) Counters(st *queue.Stats, capacity int) {

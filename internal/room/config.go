@@ -152,9 +152,10 @@ type Metrics interface {
 	Waited(d time.Duration)
 	// Counters are the room-wide counters and the effective capacity, each tick.
 	Counters(st *queue.Stats, capacity int)
-	// Served records the shop's time to first byte for a request the room let
-	// through, and whether it failed.
-	Served(ttfb time.Duration, failed bool)
+	// Measured adds what this instance measured of the shop since the last call
+	// (each control period): the admitted requests by time to first byte, their total
+	// time, and the failed ones.
+	Measured(s *queue.Sample, total time.Duration)
 	// LatencyTarget is the adaptive capacity's p90 target in force, 0 while it is
 	// off, each tick.
 	LatencyTarget(d time.Duration)

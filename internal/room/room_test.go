@@ -33,13 +33,13 @@ func (c *testClock) set(t time.Time) {
 // noMetrics counts nothing.
 type noMetrics struct{}
 
-func (noMetrics) Admitted(int)                {}
-func (noMetrics) Queued()                     {}
-func (noMetrics) Abandoned(int)               {}
-func (noMetrics) Waited(time.Duration)        {}
-func (noMetrics) Counters(*queue.Stats, int)  {}
-func (noMetrics) Served(time.Duration, bool)  {}
-func (noMetrics) LatencyTarget(time.Duration) {}
+func (noMetrics) Admitted(int)                          {}
+func (noMetrics) Queued()                               {}
+func (noMetrics) Abandoned(int)                         {}
+func (noMetrics) Waited(time.Duration)                  {}
+func (noMetrics) Counters(*queue.Stats, int)            {}
+func (noMetrics) Measured(*queue.Sample, time.Duration) {}
+func (noMetrics) LatencyTarget(time.Duration)           {}
 
 // newTestRoom starts a room of capacity on a memory store, with a clock the test
 // moves; configure may change the configuration before the room is made.

@@ -57,7 +57,8 @@ func (rm *Room) steer(ctx context.Context, now time.Time, s *Settings, st *queue
 	sg := &rm.steering
 	period := periodOf(now)
 	if period != sg.reported {
-		sample := rm.meter.take()
+		sample, total := rm.meter.take()
+		rm.cfg.Metrics.Measured(&sample, total)
 		// A sample taken across more than one period (the loop stalled, the store was
 		// down) says nothing of any one of them: it is dropped.
 		if s.Adapt != nil && sg.reported == period-1 {
