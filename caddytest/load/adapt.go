@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
 func init() {
@@ -38,11 +40,9 @@ const (
 	adaptTarget    = 300 * time.Millisecond
 	adaptRight     = 10
 	// Every visitor, once admitted, makes adaptItems requests one after another and
-	// checks out; waiters ask again every adaptPoll, as the page without a socket
-	// does. Arrivals come at adaptArrivals a second, a little more than the shop
+	// checks out; waiters hold the page's WebSocket until told their turn. Arrivals come at adaptArrivals a second, a little more than the shop
 	// serves at full speed (limit / service / items = 5 a second), so a line waits.
 	adaptItems    = 8
-	adaptPoll     = 2 * time.Second
 	adaptArrivals = 6
 	// The run: the shop at full limit, then halved, then back, each a third.
 	adaptPhase = 45 * time.Second
@@ -185,45 +185,37 @@ func setShopLimit(addr string, limit int) error {
 	return nil
 }
 
-// visitor is one arrival: in line until admitted, then adaptItems requests and the
-// checkout. What it saw after warm counts.
+// visitor is one arrival: in line until admitted, told so over the waiting page's
+// WebSocket as a browser is, then adaptItems requests and the checkout. What it saw
+// after warm counts.
 func (run *adaptRun) visitor(ctx context.Context, base string, start time.Time, warm time.Duration) {
 	jar, _ := cookiejar.New(nil)
 	client := &http.Client{Jar: jar, Transport: siteClient.Transport, Timeout: time.Minute}
 	joined := time.Now()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/item", nil)
-		req.Header.Set("Accept", "application/json")
-		t0 := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			if ctx.Err() != nil {
-				run.mu.Lock()
-				run.stillIn++
-				run.mu.Unlock()
-			}
-			return
-		}
-		var body struct {
-			Status string `json:"status"`
-		}
-		queued := strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") &&
-			json.NewDecoder(resp.Body).Decode(&body) == nil && body.Status == "queued"
-		resp.Body.Close()
-		if !queued {
-			run.record(time.Since(t0), time.Since(start) > warm)
-			break
-		}
-		select {
-		case <-ctx.Done():
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/item", nil)
+	req.Header.Set("Accept", "application/json")
+	t0 := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return
+	}
+	var body struct {
+		Status string `json:"status"`
+	}
+	queued := strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") &&
+		json.NewDecoder(resp.Body).Decode(&body) == nil && body.Status == "queued"
+	resp.Body.Close()
+	if !queued {
+		run.record(time.Since(t0), time.Since(start) > warm)
+	} else if !awaitTurn(ctx, client, base+"/item") {
+		if ctx.Err() != nil {
 			run.mu.Lock()
 			run.stillIn++
 			run.mu.Unlock()
-			return
-		case <-time.After(adaptPoll):
 		}
+		return
 	}
-	if since := time.Since(start); since > warm {
+	if time.Since(start) > warm {
 		run.mu.Lock()
 		run.waits = append(run.waits, time.Since(joined))
 		run.mu.Unlock()
@@ -238,9 +230,38 @@ func (run *adaptRun) visitor(ctx context.Context, base string, start time.Time, 
 		resp.Body.Close()
 		run.record(time.Since(t0), time.Since(start) > warm)
 	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/done", nil)
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, base+"/done", nil)
 	if resp, err := client.Do(req); err == nil {
 		resp.Body.Close()
+	}
+}
+
+// awaitTurn holds the waiting page's WebSocket at address, with the client's cookies,
+// until the room says admitted; false when the run ends first or the socket fails.
+func awaitTurn(ctx context.Context, client *http.Client, address string) bool {
+	u, _ := url.Parse(address)
+	hdr := http.Header{"Origin": {u.Scheme + "://" + u.Host}}
+	for _, c := range client.Jar.Cookies(u) {
+		hdr.Add("Cookie", c.Name+"="+c.Value)
+	}
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(address, "http"), &websocket.DialOptions{
+		Subprotocols: []string{"waiting-room.v1"}, HTTPHeader: hdr, HTTPClient: client,
+	})
+	if err != nil {
+		return false
+	}
+	defer c.CloseNow()
+	for {
+		_, data, err := c.Read(ctx)
+		if err != nil {
+			return false
+		}
+		var m struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(data, &m) == nil && m.Type == "admitted" {
+			return true
+		}
 	}
 }
 
