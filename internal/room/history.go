@@ -40,6 +40,12 @@ type minute struct {
 	known          bool // admitted_total read at least once in this minute
 	active, queued int
 	waits          []float64
+	// capacity is the capacity in force, target the adaptive capacity's p90 target
+	// (0: off), at the last tick; shop is what this instance measured of the shop's
+	// time to first byte in the minute.
+	capacity int
+	target   time.Duration
+	shop     queue.Sample
 }
 
 // HistoryPoint is one minute of the history, as the admin API gives it.
@@ -56,6 +62,13 @@ type HistoryPoint struct {
 	Waits          int      `json:"waits"`
 	Active         int      `json:"active"`
 	Waiting        int      `json:"waiting"`
+	// Capacity is the capacity in force at the minute's end (its last tick).
+	Capacity int `json:"capacity"`
+	// ShopP90Seconds is the p90 of the shop's time to first byte for the admitted
+	// requests this instance let through in the minute; null when there were none.
+	// TargetSeconds is the adaptive capacity's p90 target, null while it is off.
+	ShopP90Seconds *float64 `json:"shop_p90_seconds"`
+	TargetSeconds  *float64 `json:"target_seconds"`
 }
 
 // NewHistory is an empty history.
@@ -76,6 +89,22 @@ func (hs *History) observe(now time.Time, st *queue.Stats) {
 	}
 	hs.cur.lastAdmitted = st.AdmittedTotal
 	hs.cur.active, hs.cur.queued = st.Active, st.Waiting
+}
+
+// settings records the capacity in force and the p90 target (0: off) at now.
+func (hs *History) settings(now time.Time, capacity int, target time.Duration) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	hs.roll(now)
+	hs.cur.capacity, hs.cur.target = capacity, target
+}
+
+// measured adds what this instance measured of the shop, taken at now.
+func (hs *History) measured(now time.Time, s *queue.Sample) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	hs.roll(now)
+	hs.cur.shop.Add(*s)
 }
 
 // wait records that a waiter this instance let in had waited d.
@@ -110,15 +139,26 @@ func (hs *History) roll(now time.Time) {
 		}
 	}
 	// The next minute starts from where this one ended, so no admission falls between.
+	shop := hs.cur.shop
+	clear(shop.Latency)
 	hs.cur = minute{start: start, firstAdmitted: hs.cur.lastAdmitted, lastAdmitted: hs.cur.lastAdmitted,
-		known: hs.cur.known, active: hs.cur.active, queued: hs.cur.queued, waits: hs.cur.waits[:0]}
+		known: hs.cur.known, active: hs.cur.active, queued: hs.cur.queued, waits: hs.cur.waits[:0],
+		capacity: hs.cur.capacity, target: hs.cur.target, shop: queue.Sample{Latency: shop.Latency}}
 	hs.seen = 0
 }
 
 // point is the minute as a history point.
 func (m *minute) point() HistoryPoint {
 	p := HistoryPoint{At: m.start, Active: m.active, Waiting: m.queued, Waits: len(m.waits),
-		Admissions: m.lastAdmitted - m.firstAdmitted}
+		Admissions: m.lastAdmitted - m.firstAdmitted, Capacity: m.capacity}
+	if m.shop.Count() > 0 {
+		p90 := m.shop.Percentile(0.9).Seconds()
+		p.ShopP90Seconds = &p90
+	}
+	if m.target > 0 {
+		t := m.target.Seconds()
+		p.TargetSeconds = &t
+	}
 	if len(m.waits) > 0 {
 		w := slices.Clone(m.waits)
 		slices.Sort(w)

@@ -69,3 +69,36 @@ func TestHistoryManyWaits(t *testing.T) {
 		t.Fatalf("%d waits kept, p50 %v, p90 %v (uniform waits of 1..100 s)", p.Waits, *p.WaitP50Seconds, *p.WaitP90Seconds)
 	}
 }
+
+// Each minute keeps the capacity in force at its end, the adaptive capacity's target,
+// and the p90 of the shop's time to first byte over every sample taken in it; a
+// minute with no request through the room has no p90, and adapt off has no target.
+func TestHistoryShop(t *testing.T) {
+	hs := &History{rng: 1}
+	t0 := time.Date(2030, 11, 28, 9, 0, 0, 0, time.UTC)
+	sample := func(d time.Duration, n uint64) *queue.Sample {
+		s := &queue.Sample{Latency: make([]uint64, queue.LatencyBuckets)}
+		s.Latency[queue.LatencyBucket(d)] = n
+		return s
+	}
+	hs.observe(t0, &queue.Stats{})
+	hs.settings(t0, 50, 800*time.Millisecond)
+	hs.measured(t0.Add(2*time.Second), sample(100*time.Millisecond, 90))
+	hs.measured(t0.Add(4*time.Second), sample(2*time.Second, 20)) // the slowest 18 %
+	hs.settings(t0.Add(59*time.Second), 40, 800*time.Millisecond)
+	hs.settings(t0.Add(61*time.Second), 40, 0) // adapt turned off; no request this minute
+	pts := hs.snapshot(t0.Add(90 * time.Second))
+	if len(pts) != 2 {
+		t.Fatalf("%d points, want 2", len(pts))
+	}
+	first, second := pts[0], pts[1]
+	if first.Capacity != 40 || first.TargetSeconds == nil || *first.TargetSeconds != 0.8 {
+		t.Errorf("first minute: capacity %d, target %v; want 40 (its last), 0.8", first.Capacity, first.TargetSeconds)
+	}
+	if p := first.ShopP90Seconds; p == nil || *p < 2 || *p > 2.25 {
+		t.Errorf("first minute's shop p90 = %v, want about 2s (18 of 110 took 2s)", p)
+	}
+	if second.ShopP90Seconds != nil || second.TargetSeconds != nil || second.Capacity != 40 {
+		t.Errorf("second minute: p90 %v, target %v, capacity %d; want none, none, 40", second.ShopP90Seconds, second.TargetSeconds, second.Capacity)
+	}
+}

@@ -183,6 +183,7 @@ func (rm *Room) tick(ctx context.Context) {
 		target = p.Adapt.Latency
 	}
 	rm.cfg.Metrics.LatencyTarget(target)
+	rm.cfg.History.settings(now, p.Capacity, target)
 }
 
 // agreeSecret makes sure the room has a signing secret. A configured secret is set

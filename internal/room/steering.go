@@ -59,6 +59,7 @@ func (rm *Room) steer(ctx context.Context, now time.Time, s *Settings, st *queue
 	if period != sg.reported {
 		sample, total := rm.meter.take()
 		rm.cfg.Metrics.Measured(&sample, total)
+		rm.cfg.History.measured(now, &sample)
 		// A sample taken across more than one period (the loop stalled, the store was
 		// down) says nothing of any one of them: it is dropped.
 		if s.Adapt != nil && sg.reported == period-1 {
