@@ -105,19 +105,7 @@ func TestAdaptValidate(t *testing.T) {
 		{"max under min", `{"latency":"1s","min":300,"max":250}`, "adapt max (250) must be at least min (300)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var h Handler
-			if err := caddy.StrictUnmarshalJSON([]byte(`{"name":"a","capacity":200,"adapt":`+tc.json+`}`), &h); err != nil {
-				t.Fatalf("loading JSON: %v", err)
-			}
-			err := h.Validate()
-			switch {
-			case tc.wantErr == "" && err != nil:
-				t.Fatalf("unexpected error: %v", err)
-			case tc.wantErr != "" && err == nil:
-				t.Fatalf("no error, want %q", tc.wantErr)
-			case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
-				t.Errorf("error does not name the problem\n got: %v\nwant: …%s…", err, tc.wantErr)
-			}
+			checkValidate(t, `{"name":"a","capacity":200,"adapt":`+tc.json+`}`, tc.wantErr)
 		})
 	}
 }

@@ -811,21 +811,26 @@ func TestValidate(t *testing.T) {
 		{name: "bad same_site", json: `{"name":"a","capacity":1,"cookie":{"same_site":"bogus"}}`, wantErr: `cookie: same_site must be lax, strict or none, got "bogus"`},
 		{name: "same_site none without secure", json: `{"name":"a","capacity":1,"cookie":{"same_site":"none","secure":false}}`, wantErr: "cookie: same_site none needs secure"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var h Handler
-			if err := caddy.StrictUnmarshalJSON([]byte(tc.json), &h); err != nil {
-				t.Fatalf("loading JSON: %v", err)
-			}
-			err := h.Validate()
-			switch {
-			case tc.wantErr == "" && err != nil:
-				t.Fatalf("unexpected error: %v", err)
-			case tc.wantErr != "" && err == nil:
-				t.Fatalf("no error, want %q", tc.wantErr)
-			case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
-				t.Errorf("error does not name the problem\n got: %v\nwant: …%s…", err, tc.wantErr)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkValidate(t, tc.json, tc.wantErr) })
+	}
+}
+
+// checkValidate loads a handler's JSON and holds Validate to wantErr: "" for valid,
+// else a part of the message that names the problem.
+func checkValidate(t *testing.T, config, wantErr string) {
+	t.Helper()
+	var h Handler
+	if err := caddy.StrictUnmarshalJSON([]byte(config), &h); err != nil {
+		t.Fatalf("loading JSON: %v", err)
+	}
+	err := h.Validate()
+	switch {
+	case wantErr == "" && err != nil:
+		t.Fatalf("unexpected error: %v", err)
+	case wantErr != "" && err == nil:
+		t.Fatalf("no error, want %q", wantErr)
+	case wantErr != "" && !strings.Contains(err.Error(), wantErr):
+		t.Errorf("error does not name the problem\n got: %v\nwant: …%s…", err, wantErr)
 	}
 }
 

@@ -3,6 +3,7 @@ package room
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -99,56 +100,71 @@ const saveAttempts = 100
 
 // saveOverrides merges a PATCH into the runtime settings in the store and returns
 // what it saved: the fields named take their values in patch (nil restores the
-// configured value), the others keep what the store holds. The write is a
-// compare-and-swap on what was read (queue.Store.SwapOverrides), so a PATCH saved
-// meanwhile by another operator, on this instance or any other sharing the store, is
-// merged with, never overwritten. Timings that contradict each other once merged
-// are refused (checkTimings) and then nothing changes.
+// configured value), the others keep what the store holds. Through changeOverrides,
+// a PATCH saved meanwhile by another operator, on this instance or any other sharing
+// the store, is merged with, never overwritten. Timings that contradict each other
+// once merged are refused (checkTimings) and then nothing changes.
 func (rm *Room) saveOverrides(ctx context.Context, fields map[string]json.RawMessage, patch Overrides) (Overrides, error) {
 	// The fields patch sets, as JSON; a named field missing here is restored.
 	var set map[string]json.RawMessage
 	b, _ := json.Marshal(patch)
 	_ = json.Unmarshal(b, &set)
+	saved, _, err := rm.changeOverrides(ctx, func(was Overrides, doc map[string]json.RawMessage) (bool, error) {
+		for name := range fields {
+			if v, ok := set[name]; ok {
+				doc[name] = v
+			} else {
+				delete(doc, name)
+			}
+		}
+		rm.adaptMerge(fields, &patch, was, doc)
+		return true, nil
+	})
+	return saved, err
+}
+
+// changeOverrides reads the runtime settings document, lets change edit it (its
+// fields as JSON, beside what they were), and writes it back: a compare-and-swap on
+// what was read (queue.Store.SwapOverrides), so when another writer saved first it
+// reads and changes again, and concurrent changes of different fields all survive.
+// change returns false to write nothing. changeOverrides returns what the document
+// holds after it, and whether it wrote.
+func (rm *Room) changeOverrides(ctx context.Context, change func(was Overrides, doc map[string]json.RawMessage) (bool, error)) (Overrides, bool, error) {
 	for range saveAttempts {
 		old, err := rm.cfg.Store.Overrides(ctx)
 		if err != nil {
-			return Overrides{}, fmt.Errorf("reading runtime settings: %w", err)
+			return Overrides{}, false, fmt.Errorf("reading runtime settings: %w", err)
 		}
-		merged := map[string]json.RawMessage{}
-		if len(old) > 0 {
-			if err := json.Unmarshal(old, &merged); err != nil {
-				return Overrides{}, fmt.Errorf("reading runtime settings: %w", err)
-			}
-		}
-		for name := range fields {
-			if v, ok := set[name]; ok {
-				merged[name] = v
-			} else {
-				delete(merged, name)
-			}
-		}
+		doc := map[string]json.RawMessage{}
 		var was Overrides
-		_ = json.Unmarshal(old, &was)
-		rm.adaptMerge(fields, &patch, was, merged)
+		if len(old) > 0 {
+			if err := errors.Join(json.Unmarshal(old, &doc), json.Unmarshal(old, &was)); err != nil {
+				return Overrides{}, false, fmt.Errorf("reading runtime settings: %w", err)
+			}
+		}
+		write, err := change(was, doc)
+		if err != nil || !write {
+			return was, false, err
+		}
 		var o Overrides
-		b, _ := json.Marshal(merged)
+		b, _ := json.Marshal(doc)
 		if err := json.Unmarshal(b, &o); err != nil {
-			return Overrides{}, fmt.Errorf("reading runtime settings: %w", err)
+			return Overrides{}, false, fmt.Errorf("reading runtime settings: %w", err)
 		}
 		if err := rm.checkTimings(&o); err != nil {
-			return Overrides{}, err
+			return Overrides{}, false, err
 		}
-		var doc []byte
+		var saved []byte
 		if o != (Overrides{}) {
-			doc, _ = json.Marshal(o)
+			saved, _ = json.Marshal(o)
 		}
-		swapped, err := rm.cfg.Store.SwapOverrides(ctx, old, doc)
+		swapped, err := rm.cfg.Store.SwapOverrides(ctx, old, saved)
 		if err != nil {
-			return Overrides{}, fmt.Errorf("saving runtime settings: %w", err)
+			return Overrides{}, false, fmt.Errorf("saving runtime settings: %w", err)
 		}
 		if swapped {
-			return o, nil
+			return o, true, nil
 		}
 	}
-	return Overrides{}, fmt.Errorf("saving runtime settings: other changes were saved %d times while this one was merged; nothing changed, try again", saveAttempts)
+	return Overrides{}, false, fmt.Errorf("saving runtime settings: other changes were saved %d times while this one was merged; nothing changed, try again", saveAttempts)
 }

@@ -3,7 +3,6 @@ package room
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -113,37 +112,16 @@ func (s *Settings) limitedOtherwise() bool {
 // turned off: an operator's change made meanwhile wins, and the next period decides
 // from it.
 func (rm *Room) saveAdapted(ctx context.Context, from int, d Adapted) error {
-	for range saveAttempts {
-		old, err := rm.cfg.Store.Overrides(ctx)
-		if err != nil {
-			return err
-		}
-		merged := map[string]json.RawMessage{}
-		var o Overrides
-		if len(old) > 0 {
-			if err := json.Unmarshal(old, &merged); err != nil {
-				return fmt.Errorf("reading runtime settings: %w", err)
-			}
-			if err := json.Unmarshal(old, &o); err != nil {
-				return fmt.Errorf("reading runtime settings: %w", err)
-			}
-		}
-		s := settingsAt(rm.cfg, o, rm.cfg.Clock.Now())
+	saved, wrote, err := rm.changeOverrides(ctx, func(was Overrides, doc map[string]json.RawMessage) (bool, error) {
+		s := settingsAt(rm.cfg, was, rm.cfg.Clock.Now())
 		if s.Adapt == nil || s.Capacity != from {
-			return nil
+			return false, nil
 		}
-		merged["adapted"], _ = json.Marshal(d)
-		doc, _ := json.Marshal(merged)
-		swapped, err := rm.cfg.Store.SwapOverrides(ctx, old, doc)
-		if err != nil {
-			return err
-		}
-		if swapped {
-			var saved Overrides
-			_ = json.Unmarshal(doc, &saved)
-			rm.settle(saved)
-			return nil
-		}
+		doc["adapted"], _ = json.Marshal(d)
+		return true, nil
+	})
+	if wrote {
+		rm.settle(saved)
 	}
-	return fmt.Errorf("other changes were saved %d times meanwhile", saveAttempts)
+	return err
 }
