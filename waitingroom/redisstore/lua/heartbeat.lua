@@ -1,6 +1,6 @@
 -- heartbeat.lua: hears every id that is queued, bringing back the away ones.
 --
--- KEYS[1..13]  the room's keys (prelude.lua)
+-- KEYS[1..16]  the room's keys (prelude.lua)
 -- ARGV, after the deadline (prelude.lua):
 -- ARGV[1]      now: unix ms
 -- ARGV[2+k]    the k-th waiter's id, 16 bytes (at most heartbeatBatch, 1000)
