@@ -78,6 +78,7 @@ func claimCookieName(state map[string]any, wr *Handler) error {
 //		session_max <duration>
 //		queue_ttl   <duration>
 //		away_ttl    <duration>|0
+//		arrive_ttl  <duration>|0
 //		status_code <code>
 //		reject_status_code <code>
 //		fail        open|closed
@@ -117,6 +118,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	seen := map[string]bool{}
 	var nameAt string      // the line of the room's name, where its default cookie name comes from
 	var awayTooShort error // away_ttl below queue_ttl, on away_ttl's line
+	checkArrive := func() error { return nil }
 	for d.NextBlock(0) {
 		sub := d.Val()
 		if seen[sub] {
@@ -152,6 +154,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			away, err = durationOrZero(d, sub)
 			h.AwayTTL = &away
 			awayTooShort = d.Errf("away_ttl %v is shorter than queue_ttl: a quiet waiter is kept at least as long as a present one (0 loses the place at queue_ttl)", time.Duration(away))
+		case "arrive_ttl":
+			checkArrive, err = h.parseArriveTTL(d) // arrive.go
 		case "status_code":
 			h.StatusCode, err = statusCode(d, sub)
 		case "reject_status_code":
@@ -219,7 +223,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if a := h.AwayTTL; a != nil && *a > 0 && time.Duration(*a) < cmp.Or(time.Duration(h.QueueTTL), defaultQueueTTL) {
 		return awayTooShort
 	}
-	return nil
+	return checkArrive()
 }
 
 // parseMaxJoins reads `max_joins_per_ip <n> [<window>]`.

@@ -26,6 +26,7 @@ var metrics struct {
 	queued    *prometheus.CounterVec
 	abandoned *prometheus.CounterVec
 	wait      *prometheus.HistogramVec
+	noShows   *prometheus.CounterVec // arrive.go
 }
 
 func initMetrics() {
@@ -45,6 +46,7 @@ func initMetrics() {
 		metrics.admitted = counter("admitted_total", "Visitors admitted by this instance, at once or from the queue.")
 		metrics.queued = counter("queued_total", "Visitors this instance put in the queue.")
 		metrics.abandoned = counter("abandoned_total", "Waiters who left the queue, or whose place was dropped after away_ttl (queue_ttl when away_ttl is 0) of silence, as seen by this instance.")
+		metrics.noShows = noShowsCounter(ns, sub, labels)
 		metrics.wait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: ns, Subsystem: sub, Name: "wait_seconds",
 			Help:    "How long admitted waiters waited in the queue.",
@@ -59,13 +61,14 @@ type roomMetrics struct {
 	capacity                    prometheus.Gauge
 	admitted, queued, abandoned prometheus.Counter
 	wait                        prometheus.Observer
+	noShows                     prometheus.Counter
 }
 
 func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, error) {
 	initMetrics()
 	if registry != nil {
 		for _, c := range []prometheus.Collector{metrics.active, metrics.waiting, metrics.away, metrics.capacity,
-			metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait} {
+			metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait, metrics.noShows} {
 			// Several rooms in one config register the same collectors: that is fine.
 			if err := registry.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 				return nil, fmt.Errorf("registering metrics: %w", err)
@@ -81,6 +84,7 @@ func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, e
 		queued:    metrics.queued.WithLabelValues(room),
 		abandoned: metrics.abandoned.WithLabelValues(room),
 		wait:      metrics.wait.WithLabelValues(room),
+		noShows:   metrics.noShows.WithLabelValues(room),
 	}, nil
 }
 
@@ -93,7 +97,8 @@ func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, e
 func deleteRoomMetrics(room string) {
 	initMetrics()
 	for _, v := range []interface{ DeleteLabelValues(...string) bool }{metrics.active, metrics.waiting,
-		metrics.away, metrics.capacity, metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait} {
+		metrics.away, metrics.capacity, metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait,
+		metrics.noShows} {
 		v.DeleteLabelValues(room)
 	}
 }

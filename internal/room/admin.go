@@ -27,6 +27,7 @@ type Configured struct {
 	QueueTTL   string `json:"queue_ttl"`
 	AwayTTL    string `json:"away_ttl"`
 	SessionMax string `json:"session_max"` // "" while off
+	ArriveTTL  string `json:"arrive_ttl"`  // "0s" while off
 	Message    string `json:"message"`
 	// ProofOfWork is the configured difficulty, 0 when off.
 	ProofOfWork int `json:"proof_of_work"`
@@ -52,6 +53,8 @@ type Timings struct {
 	AwayTTL    string `json:"away_ttl"`
 	// SessionMax is "" while off.
 	SessionMax string `json:"session_max"`
+	// ArriveTTL is "0s" while off.
+	ArriveTTL string `json:"arrive_ttl"`
 }
 
 // Info is the admin API's room object (docs/admin-api.md).
@@ -69,6 +72,9 @@ type Info struct {
 	// Away counts the waiters gone quiet past queue_ttl who keep their place.
 	Away          int    `json:"away"`
 	AdmittedTotal uint64 `json:"admitted_total"`
+	// NoShows counts the visitors admitted from the line who did not arrive within
+	// arrive_ttl and gave the slot back (room-wide, since the store began).
+	NoShows uint64 `json:"no_shows"`
 	// ETASeconds is the estimated wait of someone arriving now (null: no data yet).
 	ETASeconds *int `json:"eta_seconds"`
 	// AdmissionsPerMinute is the measured throughput over the last minutes (null: no
@@ -119,6 +125,7 @@ func (rm *Room) Info(ctx context.Context) (Info, error) {
 		Waiting:       st.Waiting,
 		Away:          st.Away,
 		AdmittedTotal: st.AdmittedTotal,
+		NoShows:       st.NoShows,
 		Store:         cfg.StoreType,
 		Configured: Configured{
 			Capacity:    cfg.Capacity,
@@ -127,6 +134,7 @@ func (rm *Room) Info(ctx context.Context) (Info, error) {
 			QueueTTL:    configured.QueueTTL,
 			AwayTTL:     configured.AwayTTL,
 			SessionMax:  configured.SessionMax,
+			ArriveTTL:   cfg.ArriveTTL.String(),
 			Message:     cfg.Message,
 			ProofOfWork: cfg.ProofOfWork,
 		},
@@ -135,6 +143,7 @@ func (rm *Room) Info(ctx context.Context) (Info, error) {
 		NextEvent:   nextEvent(cfg.Events, now),
 		ProofOfWork: s.ProofOfWork,
 	}
+	info.ArriveTTL = s.ArriveTTL.String()
 	if cfg.Rate.limits() {
 		r := cfg.Rate
 		info.Configured.Rate = &r

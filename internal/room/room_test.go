@@ -37,6 +37,7 @@ func (noMetrics) Admitted(int)               {}
 func (noMetrics) Queued()                    {}
 func (noMetrics) Abandoned(int)              {}
 func (noMetrics) Waited(time.Duration)       {}
+func (noMetrics) NoShows(int)                {}
 func (noMetrics) Counters(*queue.Stats, int) {}
 
 // newTestRoom starts a room of capacity on a memory store, with a clock the test

@@ -22,6 +22,7 @@ type Settings struct {
 
 	SessionTTL, QueueTTL, AwayTTL time.Duration
 	SessionMax                    time.Duration // 0: off
+	ArriveTTL                     time.Duration // 0: off (arrive.go)
 	Message                       string
 	ProofOfWork                   int
 
@@ -39,6 +40,7 @@ func settingsAt(cfg *Config, o Overrides, now time.Time) *Settings {
 		Capacity: cfg.Capacity, Rate: cfg.Rate, Mode: cfg.Mode,
 		SessionTTL: cfg.SessionTTL, QueueTTL: cfg.QueueTTL, AwayTTL: cfg.AwayTTL, SessionMax: cfg.SessionMax,
 		Message: cfg.Message, ProofOfWork: cfg.ProofOfWork,
+		ArriveTTL: cfg.ArriveTTL,
 		Overrides: o,
 	}
 	if s.Mode == "" {
@@ -128,6 +130,7 @@ func (s *Settings) limits() queue.Limits {
 		QueueTTL:   s.QueueTTL,
 		AwayTTL:    s.AwayTTL,
 		SessionMax: s.SessionMax,
+		ArriveTTL:  s.ArriveTTL,
 	}
 	if s.Rate.limits() {
 		lim.Rate, lim.RatePer = s.Rate.Count, s.Rate.Per
