@@ -22,6 +22,7 @@ var roomFamilies = []string{
 	"caddy_waiting_room_queued_total",
 	"caddy_waiting_room_abandoned_total",
 	"caddy_waiting_room_wait_seconds",
+	"caddy_waiting_room_no_shows_total",
 }
 
 // roomSeries lists the families in which /metrics has a series of the room.
