@@ -251,6 +251,7 @@ func (rm *Room) Admit(ctx context.Context, n int) (int, error) {
 	}
 	rm.cfg.Metrics.Admitted(len(res.Admitted))
 	rm.cfg.Metrics.Abandoned(res.Abandoned)
+	rm.cfg.Metrics.NoShows(res.NoShows) // a store may give back no-shows in any step
 	return len(res.Admitted), nil
 }
 
