@@ -72,6 +72,7 @@ func eachPage(thin bool, fn func(Data)) {
 						d.Capacity, d.RefreshSeconds = 1+rng.IntN(5000), rng.IntN(12)
 						d.AwayTTLSeconds = []int{0, 1, 2, 119, 600, 7200, 1 << 40}[rng.IntN(7)]
 						d.Returned = rng.IntN(2) == 0
+						d.Missed = d.Returned && rng.IntN(2) == 0
 						d.Reason = []string{"", "session_max"}[rng.IntN(2)]
 						d.Nonce = randomString(nonceRunes, 22)
 						fn(d)
