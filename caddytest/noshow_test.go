@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testredis"
@@ -107,6 +108,17 @@ func TestNoShowGivesTheSlotBack(t *testing.T) {
 			})
 			if q := mustPlace(third, b.base); q.Position != 1 {
 				t.Fatalf("the third waiter at the end: %+v, want position 1", q)
+			}
+
+			// A bad arrive_ttl through the admin API is a 400 that says why.
+			for body, want := range map[string]string{
+				`{"arrive_ttl":"banana"}`: `arrive_ttl: bad duration \"banana\"`,
+				`{"arrive_ttl":"2s"}`:     "arrive_ttl must be at least 5s, got 2s",
+				`{"arrive_ttl":"-1s"}`:    "arrive_ttl must be greater than 0, got -1s",
+			} {
+				if code, got := adminAt(t, b.admin, http.MethodPatch, "/waiting_room/"+room, body); code != http.StatusBadRequest || !strings.Contains(got, want) {
+					t.Errorf("PATCH %s: %d %s, want 400 saying %q", body, code, short(got), want)
+				}
 			}
 			f.requireUp()
 		})
