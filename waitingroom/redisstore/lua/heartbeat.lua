@@ -15,7 +15,8 @@ for i = 2, #ARGV do
   if t then
     local off = tonumber(t) - base
     hear(off, r)
-    revive(off, r)
+    -- Back: a no-show's turn is no longer news, as in the memory store.
+    if revive(off, r) then redis.call('SETBIT', missed, off, 0) end
   end
 end
 return 0
