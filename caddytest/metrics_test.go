@@ -25,6 +25,7 @@ var roomFamilies = []string{
 	"caddy_waiting_room_upstream_ttfb_seconds",
 	"caddy_waiting_room_upstream_failed_total",
 	"caddy_waiting_room_adapt_latency_target_seconds",
+	"caddy_waiting_room_no_shows_total",
 }
 
 // roomSeries lists the families in which /metrics has a series of the room.

@@ -78,6 +78,7 @@ func claimCookieName(state map[string]any, wr *Handler) error {
 //		session_max <duration>
 //		queue_ttl   <duration>
 //		away_ttl    <duration>|0
+//		arrive_ttl  <duration>|0
 //		status_code <code>
 //		reject_status_code <code>
 //		fail        open|closed
@@ -118,6 +119,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	var nameAt string      // the line of the room's name, where its default cookie name comes from
 	var awayTooShort error // away_ttl below queue_ttl, on away_ttl's line
 	var adaptAt string     // the line of the adapt block, checked against the capacity
+	checkArrive := func() error { return nil }
 	for d.NextBlock(0) {
 		sub := d.Val()
 		if seen[sub] {
@@ -153,6 +155,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			away, err = durationOrZero(d, sub)
 			h.AwayTTL = &away
 			awayTooShort = d.Errf("away_ttl %v is shorter than queue_ttl: a quiet waiter is kept at least as long as a present one (0 loses the place at queue_ttl)", time.Duration(away))
+		case "arrive_ttl":
+			checkArrive, err = h.parseArriveTTL(d) // arrive.go
 		case "status_code":
 			h.StatusCode, err = statusCode(d, sub)
 		case "reject_status_code":
@@ -222,6 +226,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	}
 	if a := h.AwayTTL; a != nil && *a > 0 && time.Duration(*a) < cmp.Or(time.Duration(h.QueueTTL), defaultQueueTTL) {
 		return awayTooShort
+	}
+	if err := checkArrive(); err != nil {
+		return err
 	}
 	if h.Adapt != nil {
 		return checkAdapt(h.Adapt, h.Capacity, adaptAt)

@@ -29,6 +29,7 @@ var metrics struct {
 	ttfb      *ttfbHistogram
 	failed    *prometheus.CounterVec
 	target    *prometheus.GaugeVec
+	noShows   *prometheus.CounterVec // arrive.go
 }
 
 func initMetrics() {
@@ -48,6 +49,7 @@ func initMetrics() {
 		metrics.admitted = counter("admitted_total", "Visitors admitted by this instance, at once or from the queue.")
 		metrics.queued = counter("queued_total", "Visitors this instance put in the queue.")
 		metrics.abandoned = counter("abandoned_total", "Waiters who left the queue, or whose place was dropped after away_ttl (queue_ttl when away_ttl is 0) of silence, as seen by this instance.")
+		metrics.noShows = noShowsCounter(ns, sub, labels)
 		metrics.wait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: ns, Subsystem: sub, Name: "wait_seconds",
 			Help:    "How long admitted waiters waited in the queue.",
@@ -68,13 +70,15 @@ type roomMetrics struct {
 	room                        string
 	failed                      prometheus.Counter
 	target                      prometheus.Gauge
+	noShows                     prometheus.Counter
 }
 
 func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, error) {
 	initMetrics()
 	if registry != nil {
 		for _, c := range []prometheus.Collector{metrics.active, metrics.waiting, metrics.away, metrics.capacity,
-			metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait, metrics.ttfb, metrics.failed, metrics.target} {
+			metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait, metrics.ttfb, metrics.failed, metrics.target,
+			metrics.noShows} {
 			// Several rooms in one config register the same collectors: that is fine.
 			if err := registry.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 				return nil, fmt.Errorf("registering metrics: %w", err)
@@ -94,6 +98,7 @@ func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, e
 		room:      room,
 		failed:    metrics.failed.WithLabelValues(room),
 		target:    metrics.target.WithLabelValues(room),
+		noShows:   metrics.noShows.WithLabelValues(room),
 	}, nil
 }
 
@@ -107,7 +112,7 @@ func deleteRoomMetrics(room string) {
 	initMetrics()
 	for _, v := range []interface{ DeleteLabelValues(...string) bool }{metrics.active, metrics.waiting,
 		metrics.away, metrics.capacity, metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait,
-		metrics.failed, metrics.target} {
+		metrics.failed, metrics.target, metrics.noShows} {
 		v.DeleteLabelValues(room)
 	}
 	metrics.ttfb.delete(room)

@@ -82,6 +82,15 @@ type Handler struct {
 	// or queue_ttl if that is longer.
 	AwayTTL *caddy.Duration `json:"away_ttl,omitempty"`
 
+	// ArriveTTL is how long a waiter admitted from the queue has to arrive: to make a
+	// request through the room (the page's own WebSocket is none). One who has not
+	// gives the slot back, so the next waiter goes in, and keeps the turn: coming back
+	// within away_ttl after that, the waiter goes in first (and the page says so);
+	// with away_ttl 0 the turn is lost. A visitor admitted at once on arrival has
+	// arrived. 0 turns it off. At least 5s, and at least two polls of a page without
+	// a WebSocket (11s with the default queue_ttl). Default: 30s.
+	ArriveTTL *caddy.Duration `json:"arrive_ttl,omitempty"`
+
 	// StatusCode is the HTTP status of the waiting page and its JSON twin: 200, 202,
 	// 429 or 503. Default: 200. (The "temporarily unavailable" page is always 503.)
 	StatusCode int `json:"status_code,omitempty"`
@@ -294,6 +303,7 @@ func (h *Handler) roomConfig(secrets [][]byte, m *roomMetrics) *room.Config {
 		SessionMax:    time.Duration(h.SessionMax),
 		QueueTTL:      time.Duration(h.QueueTTL),
 		AwayTTL:       time.Duration(*h.AwayTTL),
+		ArriveTTL:     h.arriveTTL(),
 		Message:       h.Message,
 		ProofOfWork:   h.ProofOfWork,
 		FailOpen:      h.Fail == failOpen,
@@ -395,6 +405,9 @@ func (h *Handler) Validate() error {
 		if err := room.CheckTiming("away_ttl", time.Duration(*a)); err != nil {
 			return err
 		}
+	}
+	if err := h.validateArriveTTL(); err != nil {
+		return err
 	}
 	if h.StatusCode != 0 && !slices.Contains(statusCodes, h.StatusCode) {
 		return fmt.Errorf("status_code must be one of 200, 202, 429 or 503, got %d", h.StatusCode)

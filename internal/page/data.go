@@ -45,6 +45,7 @@ type Data struct {
 	Message         string            // the operator's message to the line, plain text ("" for none); print it as text
 	AwayTTLSeconds  int               // how long the place is kept for a waiter who goes quiet (a closed tab, a phone asleep); 0 when it is kept only while the page is open
 	Returned        bool              // this answer found the waiter away and brought them back to the place they kept
+	Missed          bool              // with Returned: their turn came while they were away (they did not come in within arrive_ttl), and they go in first
 	Reason          string            // why a visitor let in before is in line again: "session_max" (their time ran out), else ""
 	Nonce           string            // CSP nonce for the inline <script> and <style>
 	T               map[string]string // translated strings for Lang (from Messages)
@@ -214,7 +215,7 @@ func around(text, mark string) []string {
 var clientKeys = []string{
 	"thousands_separator", "eta_estimating", "eta_under_minute", "eta_minutes_one",
 	"eta_minutes_other", "eta_hours_other", "announce_position", "admitted",
-	"back_kept", "back_turn", "turn_title", "notify_on", "notify_sound",
+	"back_kept", "back_missed", "back_turn", "turn_title", "notify_on", "notify_sound",
 }
 
 // clientState is the page's starting point in the shape of the server's
@@ -262,6 +263,9 @@ func clientState(page any) (map[string]any, error) {
 	}
 	if p.Returned {
 		state["returned"] = true
+	}
+	if p.Missed {
+		state["missed"] = true
 	}
 	return state, nil
 }

@@ -38,6 +38,7 @@ type frameKey struct {
 	message                     string // changes rarely (an operator's PATCH)
 	reason                      string
 	lottery, etaKnown, returned bool
+	missed                      bool
 	capacity, refresh, awayTTL  int
 }
 
@@ -126,7 +127,7 @@ func (p *Page) frameFor(data *Data) *frame {
 		return nil
 	}
 	key := frameKey{data.Room, data.Lang, data.State, data.Mode, data.Message, data.Reason, data.Lottery, data.ETAKnown, data.Returned,
-		data.Capacity, data.RefreshSeconds, data.AwayTTLSeconds}
+		data.Missed, data.Capacity, data.RefreshSeconds, data.AwayTTLSeconds}
 	if m := p.frames.Load(); m != nil {
 		if f, ok := (*m)[key]; ok {
 			return f.orNil()

@@ -72,6 +72,7 @@ func eachPage(thin bool, fn func(Data)) {
 						d.Capacity, d.RefreshSeconds = 1+rng.IntN(5000), rng.IntN(12)
 						d.AwayTTLSeconds = []int{0, 1, 2, 119, 600, 7200, 1 << 40}[rng.IntN(7)]
 						d.Returned = rng.IntN(2) == 0
+						d.Missed = d.Returned && rng.IntN(2) == 0
 						d.Reason = []string{"", "session_max"}[rng.IntN(2)]
 						d.Nonce = randomString(nonceRunes, 22)
 						fn(d)
@@ -333,7 +334,7 @@ func TestPageConcurrentRenders(t *testing.T) {
 func TestEveryPageFieldIsKeyedOrSpliced(t *testing.T) {
 	keyed := map[string]bool{"Room": true, "Lang": true, "State": true, "Mode": true, "Lottery": true,
 		"ETAKnown": true, "Capacity": true, "RefreshSeconds": true, "AwayTTLSeconds": true, "Returned": true, "T": true,
-		"Message": true, "Reason": true}
+		"Message": true, "Reason": true, "Missed": true}
 	for _, name := range fieldNames {
 		keyed[name] = true
 	}
@@ -342,7 +343,7 @@ func TestEveryPageFieldIsKeyedOrSpliced(t *testing.T) {
 			t.Errorf("Data.%s is neither in frameKey nor a volatile field", f.Name)
 		}
 	}
-	if n := reflect.TypeFor[frameKey]().NumField(); n != 12 {
+	if n := reflect.TypeFor[frameKey]().NumField(); n != 13 {
 		t.Errorf("frameKey has %d fields; update this test with it", n)
 	}
 }

@@ -21,6 +21,9 @@ type View struct {
 	// Returned says the waiter had gone away and this answer brought them back to
 	// the place they kept (once: the answer that found them away).
 	Returned bool `json:"returned,omitempty"`
+	// Missed says, with Returned, that the waiter's turn came while they were away
+	// (admitted, they did not come in within arrive_ttl): they go in first.
+	Missed bool `json:"missed,omitempty"`
 	// Message is the operator's message to the line, plain text; absent when there is
 	// none.
 	Message string `json:"message,omitempty"`
@@ -54,6 +57,7 @@ func (v *View) Data(lang, mode, nonce string) Data {
 		Message:        v.Message,
 		AwayTTLSeconds: v.AwayTTLSeconds,
 		Returned:       v.Returned,
+		Missed:         v.Missed,
 		Reason:         v.Reason,
 		Nonce:          nonce,
 	}

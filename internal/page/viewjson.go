@@ -41,6 +41,9 @@ func (v *View) AppendJSON(dst []byte) []byte {
 	if v.Returned {
 		dst = append(dst, `,"returned":true`...)
 	}
+	if v.Missed {
+		dst = append(dst, `,"missed":true`...)
+	}
 	if v.Message != "" {
 		dst = append(dst, `,"message":`...)
 		dst = appendJSONString(dst, v.Message)

@@ -42,6 +42,11 @@ type MemoryStore struct {
 	secret        []byte
 	overrides     []byte
 
+	// expected are the admissions from the queue awaiting their arrival, oldest first,
+	// and noShows counts those that did not arrive in time (memory_arrive.go).
+	expected []expected
+	noShows  uint64
+
 	// recent holds the times (unix nanoseconds, oldest first) of the admissions inside
 	// the rate window, at most Limits.Rate of them; empty while there is no rate.
 	recent []int64
@@ -72,6 +77,8 @@ type memVisitor struct {
 	away       bool // queued, but not heard from within QueueTTL
 	pass       bool // queued in the pass lane
 	shown      bool // queued, and heard from since joining (or invited): kept away, not dropped
+	due        bool // admitted from the queue and not arrived yet (Limits.ArriveTTL)
+	missed     bool // queued again as a no-show, and not back yet
 	ticket     uint64
 	at         int64 // last seen (admitted) or last heard (queued), unix nanoseconds
 	prev, next *memVisitor
@@ -126,9 +133,10 @@ func (s *MemoryStore) statusLocked(v *memVisitor, now time.Time) Status {
 	if v.state == Admitted {
 		return Status{State: Admitted, Active: s.active.len, Waiting: s.waiting}
 	}
+	missed := v.missed
 	returned := s.hearLocked(v, now)
 	return Status{State: Queued, Ticket: v.ticket, Position: s.positionLocked(v.ticket), Returned: returned,
-		Active: s.active.len, Waiting: s.waiting}
+		Missed: returned && missed, Active: s.active.len, Waiting: s.waiting}
 }
 
 // hearLocked records that waiter v was heard from at now, bringing it back to its
@@ -139,7 +147,7 @@ func (s *MemoryStore) hearLocked(v *memVisitor, now time.Time) bool {
 		s.refreshLocked(&s.heard, v, now)
 		return false
 	}
-	v.away = false
+	v.away, v.missed = false, false
 	s.gone.remove(v)
 	s.away--
 	s.setLiveLocked(v, 1)
@@ -157,6 +165,7 @@ func (s *MemoryStore) Touch(_ context.Context, id VisitorID, now time.Time) (boo
 		return false, nil
 	}
 	s.refreshLocked(&s.active, v, now)
+	v.due = false // arrived
 	return true, nil
 }
 
@@ -189,7 +198,8 @@ func (s *MemoryStore) Step(_ context.Context, now time.Time, lim Limits) (StepRe
 		s.removeLocked(v)
 	}
 	s.endSessionsLocked(nanos, lim)
-	res := StepResult{Abandoned: s.sweepSilentLocked(now, lim)}
+	noShows := s.noShowsLocked(nanos, lim)
+	res := StepResult{Abandoned: s.sweepSilentLocked(now, lim), NoShows: noShows}
 	budget := s.rateBudgetLocked(now, lim)
 	for !lim.Hold && s.active.len < lim.Capacity && s.waiting > 0 && budget != 0 {
 		v := s.firstPassLocked() // the pass lane goes first, in any mode
@@ -202,6 +212,7 @@ func (s *MemoryStore) Step(_ context.Context, now time.Time, lim Limits) (StepRe
 		}
 		s.dequeueLocked(v)
 		s.admitLocked(v, now, lim)
+		s.expectLocked(v, lim)
 		res.Admitted = append(res.Admitted, v.id)
 		if budget > 0 {
 			budget--
@@ -225,6 +236,7 @@ func (s *MemoryStore) AdmitNow(_ context.Context, n int, now time.Time, lim Limi
 		}
 		s.dequeueLocked(v)
 		s.admitLocked(v, now, lim)
+		s.expectLocked(v, lim)
 		res.Admitted = append(res.Admitted, v.id)
 	}
 	s.compactLocked()
@@ -246,12 +258,7 @@ func (s *MemoryStore) sweepSilentLocked(now time.Time, lim Limits) int {
 			n++
 			continue
 		}
-		s.heard.remove(v)
-		s.setLiveLocked(v, -1)
-		s.waiting--
-		v.away = true
-		s.gone.pushBack(v)
-		s.away++
+		s.sendAwayLocked(v)
 	}
 	for v := s.gone.front; v != nil && v.at+int64(lim.Keep()) <= nanos; v = s.gone.front {
 		s.removeLocked(v)
@@ -314,6 +321,8 @@ func (s *MemoryStore) Reset(context.Context) error {
 	s.base = s.nextTicket
 	s.slots, s.live, s.head, s.waiting, s.away = s.slots[:0], s.live[:0], 0, 0, 0
 	s.pass = passLane{next: s.pass.next}
+	clear(s.expected)
+	s.expected = s.expected[:0]
 	return nil
 }
 
@@ -359,7 +368,7 @@ func (s *MemoryStore) Positions(_ context.Context, tickets []uint64, out []int) 
 func (s *MemoryStore) Stats(context.Context) (Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Active: s.active.len, Waiting: s.waiting, Away: s.away, AdmittedTotal: s.admittedTotal}, nil
+	return Stats{Active: s.active.len, Waiting: s.waiting, Away: s.away, AdmittedTotal: s.admittedTotal, NoShows: s.noShows}, nil
 }
 
 func (s *MemoryStore) Secret(_ context.Context, candidate []byte) ([]byte, error) {

@@ -35,12 +35,15 @@ type Store interface {
 
 	// Status reports where a visitor stands. For a waiter it also counts as being heard
 	// from (the waiter's liveness is refreshed), so a page load or poll keeps the place;
-	// an away waiter is back at once (Status.Returned).
+	// an away waiter is back at once (Status.Returned). For an admitted visitor it is
+	// not an arrival (Limits.ArriveTTL): the push hub and the waiting page's socket ask
+	// it of a visitor who may never come.
 	Status(ctx context.Context, id VisitorID, now time.Time) (Status, error)
 
-	// Touch refreshes an admitted visitor's last-seen time. It reports false when the
-	// visitor is not admitted (session expired, revoked, removed): the caller then treats
-	// the request as a new visitor.
+	// Touch refreshes an admitted visitor's last-seen time, and marks one admitted from
+	// the queue as arrived (Limits.ArriveTTL). It reports false when the visitor is not
+	// admitted (session expired, revoked, removed, or a no-show sent back): the caller
+	// then treats the request as a new visitor.
 	Touch(ctx context.Context, id VisitorID, now time.Time) (bool, error)
 
 	// Heartbeat marks waiters as heard from now, in one batch (the WebSocket hub calls it
@@ -59,6 +62,13 @@ type Store interface {
 	// the rate budget lasts: from the head of the queue, or (Limits.Random) picked
 	// uniformly among the present waiters. An away waiter is never admitted. With
 	// Limits.Hold it admits nobody. The admitted ids are also announced to subscribers.
+	//
+	// Before admitting, with Limits.ArriveTTL, it gives back the slots of the visitors
+	// admitted from the queue ArriveTTL or longer ago who have not arrived (no Touch
+	// since): each is queued again as an away waiter, heard from now, in the pass lane
+	// (ahead of every ordinary waiter, in any mode), so that coming back within AwayTTL
+	// (Status: Returned and Missed) it goes in first. When nobody is kept away (AwayTTL
+	// at or below QueueTTL) it simply loses the place. StepResult.NoShows counts them.
 	Step(ctx context.Context, now time.Time, lim Limits) (StepResult, error)
 
 	// AdmitNow admits up to n present waiters from the head of the queue at once, beyond
@@ -143,6 +153,12 @@ type Limits struct {
 	// that the waiter is away: kept, but not counted in anyone's position nor in
 	// Waiting, never admitted, never holding up the line.
 	QueueTTL time.Duration
+	// ArriveTTL, when above 0, is how long a waiter admitted from the queue (by Step
+	// or AdmitNow) has to arrive: to be confirmed by a Touch. Step gives back the slot
+	// of one who has not, and keeps the turn as an away waiter would (see
+	// memory_arrive.go and the Redis store's step). A visitor admitted at join has
+	// arrived.
+	ArriveTTL time.Duration
 	// AwayTTL is how long, from when last heard from, a waiter keeps the place. A
 	// waiter heard from again before then is back at the same ticket: ahead of
 	// everyone behind it, so a waiter whose turn came while away goes in first. At or
@@ -188,6 +204,9 @@ type StepResult struct {
 	// Abandoned counts the waiters whose places were dropped for not being heard from
 	// in time (AwayTTL, or QueueTTL when nobody is kept away).
 	Abandoned int
+	// NoShows counts the admitted visitors who did not arrive within ArriveTTL and
+	// gave their slots back.
+	NoShows int
 }
 
 // State is where a visitor stands in a room.
@@ -228,6 +247,9 @@ type Status struct {
 	Position int
 	// Returned says the waiter was away and this call brought them back (Queued only).
 	Returned bool
+	// Missed says, with Returned, that the waiter's turn had come while away: it was
+	// admitted, did not arrive within ArriveTTL, and goes in first (Queued only).
+	Missed bool
 	// Active and Waiting are the room's counters as this call saw them (Join and
 	// Status), so an answer shows the room the visitor's own decision was made in.
 	Active, Waiting int
@@ -244,4 +266,7 @@ type Stats struct {
 	// AdmittedTotal counts every admission ever made in this room (at join and from the
 	// queue). The Estimator measures throughput from its growth.
 	AdmittedTotal uint64
+	// NoShows counts every visitor admitted from the queue who did not arrive within
+	// Limits.ArriveTTL and gave the slot back.
+	NoShows uint64
 }

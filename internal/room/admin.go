@@ -27,6 +27,7 @@ type Configured struct {
 	QueueTTL   string `json:"queue_ttl"`
 	AwayTTL    string `json:"away_ttl"`
 	SessionMax string `json:"session_max"` // "" while off
+	ArriveTTL  string `json:"arrive_ttl"`  // "0s" while off
 	Message    string `json:"message"`
 	// ProofOfWork is the configured difficulty, 0 when off.
 	ProofOfWork int `json:"proof_of_work"`
@@ -54,6 +55,8 @@ type Timings struct {
 	AwayTTL    string `json:"away_ttl"`
 	// SessionMax is "" while off.
 	SessionMax string `json:"session_max"`
+	// ArriveTTL is "0s" while off.
+	ArriveTTL string `json:"arrive_ttl"`
 }
 
 // Info is the admin API's room object (docs/admin-api.md).
@@ -71,6 +74,9 @@ type Info struct {
 	// Away counts the waiters gone quiet past queue_ttl who keep their place.
 	Away          int    `json:"away"`
 	AdmittedTotal uint64 `json:"admitted_total"`
+	// NoShows counts the visitors admitted from the line who did not arrive within
+	// arrive_ttl and gave the slot back (room-wide, since the store began).
+	NoShows uint64 `json:"no_shows"`
 	// ETASeconds is the estimated wait of someone arriving now (null: no data yet).
 	ETASeconds *int `json:"eta_seconds"`
 	// AdmissionsPerMinute is the measured throughput over the last minutes (null: no
@@ -123,6 +129,7 @@ func (rm *Room) Info(ctx context.Context) (Info, error) {
 		Waiting:       st.Waiting,
 		Away:          st.Away,
 		AdmittedTotal: st.AdmittedTotal,
+		NoShows:       st.NoShows,
 		Store:         cfg.StoreType,
 		Configured: Configured{
 			Capacity:    cfg.Capacity,
@@ -131,6 +138,7 @@ func (rm *Room) Info(ctx context.Context) (Info, error) {
 			QueueTTL:    configured.QueueTTL,
 			AwayTTL:     configured.AwayTTL,
 			SessionMax:  configured.SessionMax,
+			ArriveTTL:   cfg.ArriveTTL.String(),
 			Message:     cfg.Message,
 			ProofOfWork: cfg.ProofOfWork,
 			Adapt:       cfg.Adapt,
@@ -141,6 +149,7 @@ func (rm *Room) Info(ctx context.Context) (Info, error) {
 		NextEvent:   nextEvent(cfg.Events, now),
 		ProofOfWork: s.ProofOfWork,
 	}
+	info.ArriveTTL = s.ArriveTTL.String()
 	if cfg.Rate.limits() {
 		r := cfg.Rate
 		info.Configured.Rate = &r
@@ -248,6 +257,7 @@ func (rm *Room) Admit(ctx context.Context, n int) (int, error) {
 	}
 	rm.cfg.Metrics.Admitted(len(res.Admitted))
 	rm.cfg.Metrics.Abandoned(res.Abandoned)
+	rm.cfg.Metrics.NoShows(res.NoShows) // a store may give back no-shows in any step
 	return len(res.Admitted), nil
 }
 

@@ -25,6 +25,7 @@ type Config struct {
 	SessionMax time.Duration // 0: off
 	QueueTTL   time.Duration
 	AwayTTL    time.Duration // 0: a place is lost at queue_ttl
+	ArriveTTL  time.Duration // 0: off (arrive.go)
 
 	// Message is told to the line; ProofOfWork is the difficulty a new visitor's
 	// proof must meet, 0 when off.
@@ -148,6 +149,9 @@ type Metrics interface {
 	Admitted(n int)
 	Queued()
 	Abandoned(n int)
+	// NoShows counts visitors admitted from the line whose slots this instance's
+	// steps gave back for not arriving within arrive_ttl.
+	NoShows(n int)
 	// Waited records how long an admitted waiter waited in line.
 	Waited(d time.Duration)
 	// Counters are the room-wide counters and the effective capacity, each tick.

@@ -172,6 +172,9 @@ func (rm *Room) decideAdmitted(ctx context.Context, v *Visit, d *Decision, keys 
 		return true, ""
 	}
 	if !active {
+		if rm.decideNoShow(ctx, v, d, keys, tok) { // arrive.go
+			return true, ""
+		}
 		// Session lapsed, revoked or removed: a new visitor, at the back.
 		if s.sessionMaxLapsed(tok.Since, now) {
 			return false, ReasonSessionMax
@@ -203,6 +206,7 @@ func (rm *Room) decideQueued(ctx context.Context, v *Visit, d *Decision, keys *t
 		}
 		tok.Waited, tok.Since = now.Sub(tok.Since), now
 		rm.admit(d, keys, tok, now)
+		rm.arrived(ctx, v, s, tok.ID) // arrive.go
 		d.TellSocket = v.Socket
 		return true
 	case queue.Queued:

@@ -27,6 +27,11 @@ const (
 	// same confirmations as session_ttl, so other instances learn of its end in time.
 	MinSessionMax = MinSessionTTL
 
+	// MinArriveTTL is the least time an admitted waiter has to arrive: the admission
+	// reaches a connected page within a second, and the page's navigation follows.
+	// CheckArrive also holds it above two polls of a page without a socket.
+	MinArriveTTL = 5 * time.Second
+
 	// MinWindow bounds a rate's window and the per-address join window: admissions
 	// are decided every stepEvery, and a window much below a second cannot be kept as
 	// written (a rate of 1 per 100ms admits at the step's pace, not ten a second).

@@ -23,6 +23,7 @@ type Overrides struct {
 	QueueTTL    *Period `json:"queue_ttl,omitempty"`
 	AwayTTL     *Period `json:"away_ttl,omitempty"`
 	SessionMax  *Period `json:"session_max,omitempty"` // 0 turns it off
+	ArriveTTL   *Period `json:"arrive_ttl,omitempty"`  // 0 turns it off
 	ProofOfWork *int    `json:"proof_of_work,omitempty"`
 	// Adapt changes the adaptive capacity's targets, or turns it off.
 	Adapt *AdaptOverride `json:"adapt,omitempty"`

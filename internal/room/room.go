@@ -167,6 +167,7 @@ func (rm *Room) tick(ctx context.Context) {
 	}
 	rm.cfg.Metrics.Admitted(len(res.Admitted))
 	rm.cfg.Metrics.Abandoned(res.Abandoned)
+	rm.cfg.Metrics.NoShows(res.NoShows)
 	st, err := rm.cfg.Store.Stats(ctx)
 	if err != nil {
 		rm.storeError("reading counters", err)

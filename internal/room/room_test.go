@@ -40,6 +40,7 @@ func (noMetrics) Waited(time.Duration)                  {}
 func (noMetrics) Counters(*queue.Stats, int)            {}
 func (noMetrics) Measured(*queue.Sample, time.Duration) {}
 func (noMetrics) LatencyTarget(time.Duration)           {}
+func (noMetrics) NoShows(int)                           {}
 
 // newTestRoom starts a room of capacity on a memory store, with a clock the test
 // moves; configure may change the configuration before the room is made.

@@ -67,6 +67,7 @@ var runtimeSettings = []runtimeSetting{
 	timing("queue_ttl", func(o *Overrides) **Period { return &o.QueueTTL }, func(s *Settings) *time.Duration { return &s.QueueTTL }),
 	timing("away_ttl", func(o *Overrides) **Period { return &o.AwayTTL }, func(s *Settings) *time.Duration { return &s.AwayTTL }),
 	timing("session_max", func(o *Overrides) **Period { return &o.SessionMax }, func(s *Settings) *time.Duration { return &s.SessionMax }),
+	timing("arrive_ttl", func(o *Overrides) **Period { return &o.ArriveTTL }, func(s *Settings) *time.Duration { return &s.ArriveTTL }),
 	{name: "proof_of_work",
 		patch: func(_ *Room, o *Overrides, raw json.RawMessage) error {
 			return patchValue(&o.ProofOfWork, "proof_of_work", "a whole number", raw, CheckProofOfWork)
@@ -138,13 +139,13 @@ func CheckProofOfWork(bits int) error {
 // Redis store's 32-bit heard times span.
 const maxTiming = 30 * 24 * time.Hour
 
-// CheckTiming refuses a session_ttl, queue_ttl, away_ttl or session_max the room
-// cannot keep: below its floor (floors.go), beyond maxTiming, or negative. 0 is off
-// for session_max and "lose the place at queue_ttl" for away_ttl; the others need a
-// value.
+// CheckTiming refuses a session_ttl, queue_ttl, away_ttl, session_max or arrive_ttl
+// the room cannot keep: below its floor (floors.go), beyond maxTiming, or negative. 0
+// is off for session_max and arrive_ttl and "lose the place at queue_ttl" for
+// away_ttl; the others need a value.
 func CheckTiming(name string, d time.Duration) error {
 	switch {
-	case d < 0 || d == 0 && name != "away_ttl" && name != "session_max":
+	case d < 0 || d == 0 && name != "away_ttl" && name != "session_max" && name != "arrive_ttl":
 		return fmt.Errorf("%s must be greater than 0, got %v", name, d)
 	case d > maxTiming:
 		return fmt.Errorf("%s must be at most %v, got %v", name, maxTiming, d)
@@ -169,12 +170,16 @@ func (rm *Room) checkTimings(o *Overrides) error {
 	if err := CheckTimings(s.QueueTTL, s.AwayTTL); err != nil {
 		return inputError{err}
 	}
+	if err := CheckArrive(s.QueueTTL, s.ArriveTTL); err != nil {
+		return inputError{err}
+	}
 	return nil
 }
 
 // timingFloors are the least each timing takes (floors.go); away_ttl's is queue_ttl,
 // which CheckTimings holds.
-var timingFloors = map[string]time.Duration{"session_ttl": MinSessionTTL, "queue_ttl": MinQueueTTL, "session_max": MinSessionMax}
+var timingFloors = map[string]time.Duration{"session_ttl": MinSessionTTL, "queue_ttl": MinQueueTTL, "session_max": MinSessionMax,
+	"arrive_ttl": MinArriveTTL}
 
 // timing defines a duration setting: a duration string sets it, null restores the
 // configured value; session_max also takes "off".

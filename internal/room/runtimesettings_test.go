@@ -43,6 +43,7 @@ var settingValue = map[string]func(*Settings) any{
 	"queue_ttl":     func(s *Settings) any { return s.QueueTTL },
 	"away_ttl":      func(s *Settings) any { return s.AwayTTL },
 	"session_max":   func(s *Settings) any { return s.SessionMax },
+	"arrive_ttl":    func(s *Settings) any { return s.ArriveTTL },
 	"proof_of_work": func(s *Settings) any { return s.ProofOfWork },
 	"adapt":         func(s *Settings) any { return s.Adapt },
 }
@@ -62,6 +63,7 @@ func TestEachSettingPatchesAndRestoresItsOwnField(t *testing.T) {
 		"queue_ttl":     {`{"queue_ttl":"40s"}`, 40 * time.Second},
 		"away_ttl":      {`{"away_ttl":"10m"}`, 10 * time.Minute},
 		"session_max":   {`{"session_max":"1h"}`, time.Hour},
+		"arrive_ttl":    {`{"arrive_ttl":"20s"}`, 20 * time.Second},
 		"proof_of_work": {`{"proof_of_work":12}`, 12},
 		// null turns adapt off, which it is in the configuration here.
 		"adapt": {`{"adapt":{"latency":"800ms"}}`, &Adapt{Latency: 800 * time.Millisecond, Errors: DefaultAdaptErrors, Min: 1, Max: 20}},
@@ -116,6 +118,9 @@ func TestTimingsHaveOneMessage(t *testing.T) {
 		{"away_ttl", -time.Second, "away_ttl must be greater than 0, got -1s"},
 		{"queue_ttl", 1000 * 24 * time.Hour, "queue_ttl must be at most 720h0m0s, got 24000h0m0s"},
 		{"session_max", 31 * 24 * time.Hour, "session_max must be at most 720h0m0s"},
+		{"arrive_ttl", 4 * time.Second, "arrive_ttl must be at least 5s, got 4s"},
+		{"arrive_ttl", -time.Second, "arrive_ttl must be greater than 0, got -1s"},
+		{"arrive_ttl", 1000 * 24 * time.Hour, "arrive_ttl must be at most 720h0m0s"},
 	} {
 		err := CheckTiming(tc.name, tc.d)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

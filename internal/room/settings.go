@@ -22,6 +22,7 @@ type Settings struct {
 
 	SessionTTL, QueueTTL, AwayTTL time.Duration
 	SessionMax                    time.Duration // 0: off
+	ArriveTTL                     time.Duration // 0: off (arrive.go)
 	Message                       string
 	ProofOfWork                   int
 	// Adapt are the adaptive capacity's targets; nil while it is off. While it is on,
@@ -43,6 +44,7 @@ func settingsAt(cfg *Config, o Overrides, now time.Time) *Settings {
 		SessionTTL: cfg.SessionTTL, QueueTTL: cfg.QueueTTL, AwayTTL: cfg.AwayTTL, SessionMax: cfg.SessionMax,
 		Message: cfg.Message, ProofOfWork: cfg.ProofOfWork,
 		Adapt:     cfg.Adapt,
+		ArriveTTL: cfg.ArriveTTL,
 		Overrides: o,
 	}
 	if s.Mode == "" {
@@ -132,6 +134,7 @@ func (s *Settings) limits() queue.Limits {
 		QueueTTL:   s.QueueTTL,
 		AwayTTL:    s.AwayTTL,
 		SessionMax: s.SessionMax,
+		ArriveTTL:  s.ArriveTTL,
 	}
 	if s.Rate.limits() {
 		lim.Rate, lim.RatePer = s.Rate.Count, s.Rate.Per

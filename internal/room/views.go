@@ -65,7 +65,7 @@ func (rm *Room) statusView(st queue.Status, s *Settings, now time.Time) page.Vie
 	rate, known := rm.throughput(s)
 	seen := queue.Stats{Active: st.Active, Waiting: st.Waiting}
 	v := rm.viewAt(st.Position, &seen, rate, known, s, now)
-	v.Returned = st.Returned
+	v.Returned, v.Missed = st.Returned, st.Missed
 	return v
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A room lives in thirteen keys that share one hash tag, so every script touches a single
+// A room lives in sixteen keys that share one hash tag, so every script touches a single
 // Cluster slot:
 //
 //	queue          ZSET  visitor id -> ticket, present or away (the only per-waiter entry)
@@ -34,6 +34,12 @@ import (
 //	                     per admitted visitor, 31 while under 128; nothing per waiter)
 //	quiet          STRING bitmap, bit (ticket-base) set from a join until the waiter
 //	                     is first heard from (a status, a heartbeat, a hold)
+//	arrive         ZSET  visitor id -> admitted at, unix ms: the visitors admitted from
+//	                     the queue who have not arrived (no touch yet), for arrive_ttl
+//	arrive_tickets HASH  visitor id -> the ticket it was admitted at, for the same
+//	                     visitors (both empty while arrive_ttl is off)
+//	missed         STRING bitmap, bit (ticket-base) set while that ticket's waiter is
+//	                     a no-show queued again and not back yet
 //
 // base and epoch restart whenever a ticket is issued into an empty queue (no waiter
 // present or away), so the bitmaps and heard only span the tickets of the current busy
@@ -43,6 +49,12 @@ import (
 // queue_ttl (a cookie-less flood's places, a bot that would replay its cookies later)
 // is dropped then, so such places are never held for away_ttl and put back ahead of
 // the real waiters. A room without the key (a store from before it) keeps everyone away.
+//
+// A no-show (queue.Limits.ArriveTTL: admitted from the queue, no touch within
+// arrive_ttl) gives its slot back in step.lua and is queued again away, heard at that
+// moment, in the pass lane (pass.go), so that coming back it goes in first whatever
+// the mode. A lane full or closed for the busy period puts it at its old ticket if
+// that is of this busy period (ahead of every later ticket), else at the back.
 //
 // An away waiter keeps its ticket: its live bit is clear, so it is in no position, in
 // no count of waiting, and never at the head; hearing from it sets the bit again. It

@@ -52,7 +52,7 @@ func newRoomStore(shared *sharedClient, prefix, room string, timeout, joinWait t
 			base + "queue", base + "active", base + "meta",
 			base + "live", base + "heard", base + "heard_buckets", base + "rate",
 			base + "held", base + "away_buckets", base + "holders", base + "leases",
-			base + "since", base + "quiet",
+			base + "since", base + "quiet", base + "arrive", base + "arrive_tickets", base + "missed",
 		},
 		channel:   base + "admitted",
 		secret:    base + "secret",
@@ -113,7 +113,8 @@ func toStatus(res []int64) (queue.Status, error) {
 		State:    queue.State(res[0]),
 		Ticket:   uint64(res[1]),
 		Position: int(res[2]),
-		Returned: res[3] == 1,
+		Returned: res[3] >= 1,
+		Missed:   res[3] == 2,
 		Active:   int(res[4]),
 		Waiting:  int(res[5]),
 	}, nil
@@ -232,16 +233,17 @@ func (s *roomStore) step(ctx context.Context, now time.Time, lim queue.Limits, f
 	res, err := s.run(ctx, stepScript, now.UnixMilli(), lim.Capacity,
 		lim.SessionTTL.Milliseconds(), lim.QueueTTL.Milliseconds(), s.channel, sweepBuckets, forced,
 		lim.Rate, lim.RatePer.Milliseconds(), seed, flag(lim.Hold), lim.AwayTTL.Milliseconds(),
-		lim.SessionMax.Milliseconds()).Slice()
+		lim.SessionMax.Milliseconds(), lim.ArriveTTL.Milliseconds()).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return queue.StepResult{}, fmt.Errorf("admission step: %w", err)
 	}
-	if len(res) == 0 {
-		return queue.StepResult{}, fmt.Errorf("admission step: empty reply")
+	if len(res) < 2 {
+		return queue.StepResult{}, fmt.Errorf("admission step: short reply %v", res)
 	}
 	dropped, _ := res[0].(int64)
-	out := queue.StepResult{Abandoned: int(dropped)}
-	for _, item := range res[1:] {
+	noShows, _ := res[1].(int64)
+	out := queue.StepResult{Abandoned: int(dropped), NoShows: int(noShows)}
+	for _, item := range res[2:] {
 		raw, _ := item.(string)
 		var id queue.VisitorID
 		if len(raw) != len(id) {
@@ -372,10 +374,11 @@ func (s *roomStore) Stats(ctx context.Context) (queue.Stats, error) {
 	if err != nil {
 		return queue.Stats{}, fmt.Errorf("reading room counters: %w", err)
 	}
-	if len(res) != 4 {
+	if len(res) != 5 {
 		return queue.Stats{}, fmt.Errorf("reading room counters: unexpected reply %v", res)
 	}
-	return queue.Stats{Active: int(res[0]), Waiting: int(res[1]), AdmittedTotal: uint64(res[2]), Away: int(res[3])}, nil
+	return queue.Stats{Active: int(res[0]), Waiting: int(res[1]), AdmittedTotal: uint64(res[2]), Away: int(res[3]),
+		NoShows: uint64(res[4])}, nil
 }
 
 // Secret stores the candidate unless a secret is there already (SET NX GET: one

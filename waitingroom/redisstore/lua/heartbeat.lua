@@ -1,6 +1,6 @@
 -- heartbeat.lua: hears every id that is queued, bringing back the away ones.
 --
--- KEYS[1..13]  the room's keys (prelude.lua)
+-- KEYS[1..16]  the room's keys (prelude.lua)
 -- ARGV, after the deadline (prelude.lua):
 -- ARGV[1]      now: unix ms
 -- ARGV[2+k]    the k-th waiter's id, 16 bytes (at most heartbeatBatch, 1000)
@@ -15,7 +15,8 @@ for i = 2, #ARGV do
   if t then
     local off = tonumber(t) - base
     hear(off, r)
-    revive(off, r)
+    -- Back: a no-show's turn is no longer news, as in the memory store.
+    if revive(off, r) then redis.call('SETBIT', missed, off, 0) end
   end
 end
 return 0

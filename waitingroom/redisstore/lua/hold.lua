@@ -2,7 +2,7 @@
 -- it, so heard from now through that lease (an away one is back, and none is quiet
 -- any more); its own heard time is left as it is.
 --
--- KEYS[1..13]  the room's keys (prelude.lua)
+-- KEYS[1..16]  the room's keys (prelude.lua)
 -- ARGV, after the deadline (prelude.lua):
 -- ARGV[1]      now: unix ms
 -- ARGV[2]      slot: the instance's number among the room's holders, 1..65535 (0:

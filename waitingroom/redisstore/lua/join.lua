@@ -1,7 +1,7 @@
 -- join.lua: a batch of new visitors in one round trip. Each is decided exactly as if
 -- it had come alone, one after the other, inside one atomic script.
 --
--- KEYS[1..13]  the room's keys (prelude.lua)
+-- KEYS[1..16]  the room's keys (prelude.lua)
 -- ARGV, after the deadline (prelude.lua):
 -- ARGV[1]      capacity: the most visitors admitted at once
 -- ARGV[2]      session TTL, ms
@@ -15,7 +15,7 @@
 -- Returns six numbers per visitor, in order: {state, ticket, position, returned,
 -- active, waiting}. state is 0 unknown, 1 queued, 2 admitted, 3 rejected (no-queue);
 -- ticket and position are 0 unless queued; returned is 1 for an away waiter heard
--- again; active and waiting (present waiters) are the room as that visitor found it.
+-- again, 2 for a no-show back (step.lua); active and waiting (present waiters) are the room as that visitor found it.
 --
 -- A command called from Lua costs Redis about as much as the little work most of these
 -- do, and Redis is the one thing a fleet shares, so a batch reads what it needs once
@@ -70,7 +70,7 @@ local function join(id, now)
     -- Known and queued: its answer reads the room as it stands, the batch's pending
     -- waiters included.
     local st = queued_status(tonumber(t), now)
-    if st[4] == 1 then waiting = waiting + 1 end
+    if st[4] > 0 then waiting = waiting + 1 end
     st[5], st[6] = active_count(), waiting
     return st
   end
@@ -95,7 +95,7 @@ local function join(id, now)
     base, epoch = ticket, now
     ticket = base + PASS_LANE
     redis.call('HSET', meta, 'base', base, 'epoch', epoch, 'away', 0, 'lane', PASS_LANE, 'lane_next', 0)
-    redis.call('DEL', live, held, heard, buckets, gone, holders, quiet)
+    redis.call('DEL', live, held, heard, buckets, gone, holders, quiet, missed)
   end
   local off, r = ticket - base, rel(now, epoch)
   first = first or off

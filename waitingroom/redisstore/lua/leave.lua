@@ -1,6 +1,6 @@
 -- leave.lua: a visitor leaves, admitted or queued.
 --
--- KEYS[1..13]  the room's keys (prelude.lua)
+-- KEYS[1..16]  the room's keys (prelude.lua)
 -- ARGV, after the deadline (prelude.lua):
 -- ARGV[1]      id: the visitor's id, 16 bytes
 --
@@ -8,6 +8,7 @@
 
 if redis.call('ZREM', active, ARGV[1]) == 1 then
   redis.call('ZREM', since, ARGV[1])
+  if redis.call('ZREM', arrive, ARGV[1]) == 1 then redis.call('HDEL', arrive_tickets, ARGV[1]) end
   return 1
 end
 local t = redis.call('ZSCORE', queue, ARGV[1])

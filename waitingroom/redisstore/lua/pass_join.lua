@@ -1,8 +1,8 @@
 -- pass_join.lua: a visitor who brings a pass joins, ahead of the ordinary line, in the
 -- pass lane (pass.go), and the pass counts one use.
 --
--- KEYS[1..13]  the room's keys (prelude.lua)
--- KEYS[14]     the pass's use counter, waiting_room:{<room>}:pass:<id>
+-- KEYS[1..16]  the room's keys (prelude.lua)
+-- KEYS[17]     the pass's use counter, waiting_room:{<room>}:pass:<id>
 -- ARGV, after the deadline (prelude.lua):
 -- ARGV[1]      id: the visitor's id, 16 bytes
 -- ARGV[2]      now: unix ms
@@ -68,7 +68,7 @@ if queued == 0 then
   lane, off = PASS_LANE, 0
   redis.call('HSET', meta, 'base', base, 'epoch', epoch, 'away', 0, 'lane', lane, 'lane_next', 1,
     'ticket', base + PASS_LANE - 1)
-  redis.call('DEL', live, held, heard, buckets, gone, holders, quiet)
+  redis.call('DEL', live, held, heard, buckets, gone, holders, quiet, missed)
 elseif lane > 0 and lane_next < lane then
   off = lane_next
   redis.call('HSET', meta, 'lane_next', lane_next + 1)

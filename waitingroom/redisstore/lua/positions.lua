@@ -1,7 +1,7 @@
 -- positions.lua: everything Positions needs, in one command, whatever the number of
 -- tickets asked about.
 --
--- KEYS[1..13]  the room's keys (prelude.lua)
+-- KEYS[1..16]  the room's keys (prelude.lua)
 -- ARGV         none after the deadline (prelude.lua)
 --
 -- Returns {base, first byte, live bitmap from that byte}: base is the ticket of the

@@ -6,7 +6,7 @@
 -- given, and past it the script's own line N minus that part's length, which the
 -- store works out and adds to the error (luaScript.locate in scripts.go).
 --
--- KEYS[1..13]  the room's keys, named by the room part (the scripts given only the
+-- KEYS[1..16]  the room's keys, named by the room part (the scripts given only the
 --              deadline check have their own)
 -- ARGV[1]      deadline: the caller's deadline, unix ms by Redis's clock, 0 for none
 --              (deadline.go). It is taken off ARGV before the script reads its own
@@ -23,12 +23,13 @@ if DEADLINE > 0 then
   end
 end
 
--- The room's keys: KEYS[1..13], in this order, the thirteen keys of scripts.go's
+-- The room's keys: KEYS[1..16], in this order, the sixteen keys of scripts.go's
 -- layout (newRoomStore lists them). The helpers below are shared by the scripts on
 -- a room's keys.
 local queue, active, meta, live, heard, buckets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local rate, held, gone = KEYS[7], KEYS[8], KEYS[9]
 local holders, leases, since, quiet = KEYS[10], KEYS[11], KEYS[12], KEYS[13]
+local arrive, arrive_tickets, missed = KEYS[14], KEYS[15], KEYS[16]
 local BUCKET = 256
 -- A busy period's first PASS_LANE offsets are the pass lane (pass.go): its tickets are
 -- below every ordinary one, so every bitmap count puts pass holders first.
@@ -135,13 +136,18 @@ local function unqueue(id, ticket, base)
   end
 end
 
--- {state, ticket, position, returned, active, waiting} of a queued waiter, heard now.
+-- {state, ticket, position, returned, active, waiting} of a queued waiter, heard now;
+-- returned is 2 for a no-show back.
 local function queued_status(ticket, now)
   local base, epoch = epoch_of()
   local off, r = ticket - base, rel(now, epoch)
   hear(off, r)
   local returned = 0
-  if revive(off, r) then returned = 1 end
+  if revive(off, r) then
+    returned = 1
+    -- A no-show back (step.lua): its turn came while away, and it goes in first.
+    if redis.call('SETBIT', missed, off, 0) == 1 then returned = 2 end
+  end
   local position = redis.call('BITCOUNT', live, 0, off, 'BIT')
   return {1, ticket, position, returned, redis.call('ZCARD', active), present_count()}
 end

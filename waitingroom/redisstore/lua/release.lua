@@ -2,7 +2,7 @@
 -- is queued. A waiter let go is watched by its bucket again (the sweep passes over
 -- held waiters), so its bucket's score is lowered to now.
 --
--- KEYS[1..13]  the room's keys (prelude.lua)
+-- KEYS[1..16]  the room's keys (prelude.lua)
 -- ARGV, after the deadline (prelude.lua):
 -- ARGV[1]      now: unix ms
 -- ARGV[2]      slot: the instance's number among the room's holders (hold.lua)

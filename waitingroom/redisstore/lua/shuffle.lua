@@ -4,7 +4,7 @@
 -- and everyone who joins later stay as they are. The pass lane keeps its order. It
 -- runs once per key (a field in meta), whoever calls it. O(waiters), once per event.
 --
--- KEYS[1..13]  the room's keys (prelude.lua)
+-- KEYS[1..16]  the room's keys (prelude.lua)
 -- ARGV, after the deadline (prelude.lua):
 -- ARGV[1]      key: the event's, drawn once
 -- ARGV[2]      seed: math.random's, positive

@@ -1,6 +1,6 @@
 -- status.lua: where a visitor stands. Hears a waiter, and so brings an away one back.
 --
--- KEYS[1..13]  the room's keys (prelude.lua)
+-- KEYS[1..16]  the room's keys (prelude.lua)
 -- ARGV, after the deadline (prelude.lua):
 -- ARGV[1]      id: the visitor's id, 16 bytes
 -- ARGV[2]      now: unix ms

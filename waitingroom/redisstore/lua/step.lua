@@ -2,7 +2,7 @@
 -- drops those away too long, then admits from the head (or at random) as capacity,
 -- the rate and hold allow, and publishes the admitted ids.
 --
--- KEYS[1..13]  the room's keys (prelude.lua)
+-- KEYS[1..16]  the room's keys (prelude.lua)
 -- ARGV, after the deadline (prelude.lua):
 -- ARGV[1]      now: unix ms
 -- ARGV[2]      capacity: the most visitors admitted at once
@@ -17,8 +17,10 @@
 -- ARGV[11]     hold: 1 admits nobody
 -- ARGV[12]     away TTL, ms: how long an away waiter's place is kept
 -- ARGV[13]     session max, ms (0: off)
+-- ARGV[14]     arrive TTL, ms (0: off): how long a waiter admitted here has to arrive
 --
--- Returns {places dropped, admitted ids (16 bytes each) in admission order...}, and
+-- Returns {places dropped, no-shows, admitted ids (16 bytes each) in admission
+-- order...}, and
 -- publishes the ids, concatenated, on the channel. With forced > 0 (the admin's
 -- "admit n") it admits up to that many from the head regardless of capacity, rate and
 -- hold; they still count against the rate window.
@@ -27,11 +29,75 @@ local now, cap, sttl, qttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV
 local channel, max_sweep, forced = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
 local rate_n, rate_per, seed, hold = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), ARGV[11] == '1'
 local keep, smax = math.max(tonumber(ARGV[12]), qttl), tonumber(ARGV[13] or 0)
+local attl = tonumber(ARGV[14] or 0)
+
+-- Queues no-show id (admitted at ticket t, which may be gone) again, away and heard
+-- at now, where it goes first: in the pass lane of the busy period (a new one if the
+-- queue is empty); if the lane is full or closed, at its old ticket when that is of
+-- this busy period (the line has passed it, so it is ahead of everyone present
+-- in ticket order), else at the back. Its missed bit says, when it comes back, that
+-- its turn came meanwhile.
+local function requeue_missed(id, t, now)
+  ticket_guard(tonumber(redis.call('HGET', meta, 'ticket') or 0))
+  local m = redis.call('HMGET', meta, 'ticket', 'base', 'epoch', 'lane', 'lane_next')
+  local ticket, base, epoch = tonumber(m[1] or 0), tonumber(m[2]), tonumber(m[3])
+  local lane, lane_next = tonumber(m[4] or 0), tonumber(m[5] or 0)
+  local off
+  if not base or redis.call('ZCARD', queue) == 0 then
+    base, epoch, off = ticket + 1, now, 0
+    redis.call('HSET', meta, 'base', base, 'epoch', epoch, 'away', 0, 'lane', PASS_LANE, 'lane_next', 1,
+      'ticket', base + PASS_LANE - 1)
+    redis.call('DEL', live, held, heard, buckets, gone, holders, quiet, missed)
+  elseif lane > 0 and lane_next < lane then
+    off = lane_next
+    redis.call('HSET', meta, 'lane_next', lane_next + 1)
+  elseif t >= base then
+    off = t - base
+  else
+    ticket = ticket + 1
+    off = ticket - base
+    redis.call('HSET', meta, 'ticket', ticket)
+  end
+  local r = rel(now, epoch)
+  redis.call('SETBIT', held, off, 1)
+  redis.call('SETBIT', live, off, 0)
+  redis.call('SETBIT', missed, off, 1)
+  redis.call('SETRANGE', heard, off * 4, struct.pack('>I4', r))
+  if redis.call('STRLEN', holders) > off * 2 then redis.call('SETRANGE', holders, off * 2, '\0\0') end
+  redis.call('ZADD', gone, 'LT', r, math.floor(off / BUCKET))
+  redis.call('HINCRBY', meta, 'away', 1)
+  redis.call('ZADD', queue, base + off, id)
+end
+
+-- Gives back the slots of the visitors admitted here attl or longer before now who
+-- have not arrived (touch.lua takes an arrival off arrive), queues each again (with
+-- a place kept, keep > qttl) or lets it go, and returns how many. A visitor whose
+-- session ended meanwhile is no no-show. With attl 0 (off) what waits is forgotten.
+local function give_back_no_shows(now, attl, qttl, keep)
+  if attl <= 0 then
+    redis.call('DEL', arrive, arrive_tickets)
+    return 0
+  end
+  local n = 0
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', arrive, '-inf', now - attl, 'LIMIT', 0, 1000)) do
+    redis.call('ZREM', arrive, id)
+    local t = tonumber(redis.call('HGET', arrive_tickets, id) or 0)
+    redis.call('HDEL', arrive_tickets, id)
+    if redis.call('ZREM', active, id) == 1 then
+      redis.call('ZREM', since, id)
+      n = n + 1
+      if keep > qttl then requeue_missed(id, t, now) end
+    end
+  end
+  if n > 0 then redis.call('HINCRBY', meta, 'no_shows', n) end
+  return n
+end
 
 expire_idle(now - sttl)
 if smax > 0 then end_sessions(redis.call('ZRANGEBYSCORE', since, '-inf', now - smax)) end
+local no_shows = give_back_no_shows(now, attl, qttl, keep)
 local base, epoch = epoch_of()
-if not base or redis.call('ZCARD', queue) == 0 then return {0} end
+if not base or redis.call('ZCARD', queue) == 0 then return {0, no_shows} end
 local dropped, away_delta = 0, 0
 local cutoff = now - qttl - epoch -- a waiter last heard at or before cutoff is away
 local lost = now - keep - epoch   -- and at or before lost, gone
@@ -183,9 +249,10 @@ elseif budget >= 0 and budget < free then
 end
 
 -- What the admissions write once the picks are made, each kind in one command: the
--- held bits to clear, and the admitted ids' (now, id) pairs for active and since. A
--- pick clears its live bit at once, since the next pick counts or scans live.
-local unheld, entered = {}, {}
+-- held bits to clear, the admitted ids' (now, id) pairs for active and since (and
+-- arrive), and their (id, ticket) pairs for arrive_tickets. A pick clears its live
+-- bit at once, since the next pick counts or scans live.
+local unheld, entered, tickets = {}, {}, {}
 
 local function take(t)
   local h = heard_at(t - base)
@@ -204,6 +271,7 @@ local function take(t)
   admitted[#admitted + 1] = id
   n = #entered
   entered[n + 1], entered[n + 2] = now, id
+  tickets[n + 1], tickets[n + 2] = id, t
   free = free - 1
 end
 
@@ -261,13 +329,18 @@ if #admitted > 0 then
   in_chunks('ZREM', queue, admitted)
   in_chunks('ZADD', active, entered)
   in_chunks('ZADD', since, entered)
+  if attl > 0 then
+    in_chunks('ZADD', arrive, entered)
+    in_chunks('HSET', arrive_tickets, tickets)
+  end
   redis.call('HINCRBY', meta, 'admitted_total', #admitted)
   rate_record(now, rate_n, rate_per, #admitted)
   redis.call('PUBLISH', channel, table.concat(admitted))
 end
 if redis.call('ZCARD', queue) == 0 then
-  redis.call('DEL', live, held, heard, buckets, gone, holders, quiet)
+  redis.call('DEL', live, held, heard, buckets, gone, holders, quiet, missed)
   redis.call('HSET', meta, 'away', 0)
 end
+table.insert(admitted, 1, no_shows)
 table.insert(admitted, 1, dropped)
 return admitted
