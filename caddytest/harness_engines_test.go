@@ -2,6 +2,7 @@ package caddytest
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -223,6 +224,18 @@ http://localhost:%d, https://localhost:9443 {
 	if t.Failed() {
 		t.FailNow()
 	}
+	// Caddy issues the site's certificate as it starts; a browser that comes first
+	// meets a failed handshake.
+	tlsClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	defer tlsClient.CloseIdleConnections()
+	eventually(t, "the HTTPS site to answer", func() (bool, string) {
+		resp, err := tlsClient.Get(liveTLSBase + "/form")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return true, ""
+	})
 	return up, reports
 }
 
