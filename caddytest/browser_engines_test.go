@@ -44,6 +44,23 @@ func enginesScenario(t *testing.T, p enginePage, base string) {
 		t.Fatalf("the waiter behind: admitted %v at %d", in, q.Position)
 	}
 
+	// "Notify me": the page says something at once, whatever the browser does with
+	// its question, and nothing below the button moves.
+	leaveTop := engineEval[float64](t, p, `document.getElementById("wr-leave").getBoundingClientRect().top + scrollY`)
+	engineEval[bool](t, p, `(document.getElementById("wr-notify").click(), true)`)
+	told := engineEval[string](t, p, `document.getElementById("wr-alert").textContent`)
+	if !slices.Contains([]string{
+		"Your browser is asking whether this page may notify you.",
+		"You'll get a notification and a sound when it's your turn.",
+		"You'll hear a sound when it's your turn.",
+	}, told) {
+		t.Errorf("%s: after \"Notify me\" the page says %q", p.name(), told)
+	}
+	if got := engineEval[float64](t, p, `document.getElementById("wr-leave").getBoundingClientRect().top + scrollY`); got != leaveTop {
+		t.Errorf("%s: \"Notify me\" moved the leave button from y=%v to y=%v", p.name(), leaveTop, got)
+	}
+	t.Logf("%s: after \"Notify me\": %q", p.name(), told)
+
 	// "Leave the queue", "Yes, leave": the page says so, and the one behind moves up.
 	engineEval[bool](t, p, `(document.getElementById("wr-leave").click(), document.getElementById("wr-leave-yes").click(), true)`)
 	eventually(t, p.name()+": the page to say the visitor left", func() (bool, string) {
@@ -63,6 +80,11 @@ func enginesScenario(t *testing.T, p enginePage, base string) {
 	engineShowing(t, p, "wr-position", "3")
 	if got := engineEval[string](t, p, `String(window.__wrMarker)`); got != "first" {
 		t.Fatalf("%s: the page was reloaded to show its new number", p.name())
+	}
+	// The page loaded with its numbers and the socket told the next: it had no
+	// reason to poll.
+	if got := engineEval[int](t, p, pagePolls); got != 0 {
+		t.Errorf("%s: the page polled %d times as it loaded and was told one move", p.name(), got)
 	}
 
 	// The turn comes while the tab is hidden: the page asks for the site at once, or
@@ -129,3 +151,7 @@ func TestEnginesWithoutJavaScript(t *testing.T) {
 		})
 	}
 }
+
+// pagePolls counts the page's JSON polls: fetch()es of its own URL. The socket is not
+// a resource entry.
+const pagePolls = `performance.getEntriesByType("resource").filter(function(e){return e.initiatorType==="fetch"}).length`

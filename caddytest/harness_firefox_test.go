@@ -226,6 +226,8 @@ func (f *firefoxPage) evalJSON(expression string) (json.RawMessage, error) {
 		"expression":   "JSON.stringify((function(){return " + expression + "})())",
 		"target":       map[string]any{"context": f.ctx},
 		"awaitPromise": false,
+		// As a visitor's click would be: Firefox asks for notifications only then.
+		"userActivation": true,
 	})
 	if err != nil {
 		return nil, err
