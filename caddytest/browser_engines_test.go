@@ -16,7 +16,7 @@ func TestEnginesWaitingPage(t *testing.T) {
 	for _, e := range engines {
 		for _, base := range []string{liveBase, liveTLSBase} {
 			t.Run(e.name+"/"+strings.Split(base, ":")[0], func(t *testing.T) {
-				enginesScenario(t, e.start(t, true), base)
+				enginesScenario(t, e.start(t, engineOptions{}), base)
 			})
 		}
 	}
@@ -126,7 +126,7 @@ func enginesScenario(t *testing.T, p enginePage, base string) {
 func TestEnginesWithoutJavaScript(t *testing.T) {
 	for _, e := range engines {
 		t.Run(e.name, func(t *testing.T) {
-			p := e.start(t, false)
+			p := e.start(t, engineOptions{noScripts: true})
 			up, reports := startEngineSite(t, uniqueRoom(t), "capacity 1")
 			buyer := newVisitor(t)
 			if _, in := buyer.place("/"); !in {

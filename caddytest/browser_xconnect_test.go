@@ -50,7 +50,7 @@ func TestEnginesSocketOverHTTP2(t *testing.T) {
 	}
 	for _, e := range engines {
 		t.Run(e.name, func(t *testing.T) {
-			p := e.start(t, true)
+			p := e.start(t, engineOptions{})
 			up, reports := startEngineSite(t, uniqueRoom(t), "capacity 1")
 			buyer := newVisitor(t)
 			if _, in := buyer.place("/"); !in {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -40,14 +41,22 @@ type enginePage interface {
 	// setHidden hides the tab from the visitor (document.visibilityState "hidden"),
 	// or shows it again.
 	setHidden(hidden bool)
+	// setViewport sizes the page's window (a phone's, a laptop's) in CSS pixels.
+	setViewport(width, height int)
 	// problems are the console errors and uncaught exceptions the engine reported.
 	problems() []string
+}
+
+// engineOptions are how an engine starts: with JavaScript off, in dark mode
+// (prefers-color-scheme: dark).
+type engineOptions struct {
+	noScripts, dark bool
 }
 
 // engines are the three, by the name the tests use.
 var engines = []struct {
 	name  string
-	start func(t *testing.T, scripts bool) enginePage
+	start func(t *testing.T, o engineOptions) enginePage
 }{
 	{"chromium", newChromium},
 	{"firefox", newFirefox},
@@ -121,7 +130,7 @@ type chromiumPage struct {
 
 // newChromium starts a headless chromium that takes Caddy's locally issued
 // certificate (as the other engines do with acceptInsecureCerts).
-func newChromium(t *testing.T, scripts bool) enginePage {
+func newChromium(t *testing.T, o engineOptions) enginePage {
 	t.Helper()
 	c := &chromiumPage{b: newBrowser(t, chromedp.Flag("ignore-certificate-errors", true))}
 	add := func(s string) {
@@ -157,7 +166,13 @@ func newChromium(t *testing.T, scripts bool) enginePage {
 		if _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); err != nil {
 			return err
 		}
-		if scripts {
+		if o.dark {
+			if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
+				return err
+			}
+		}
+		if !o.noScripts {
 			return nil
 		}
 		_, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
@@ -184,6 +199,28 @@ func (c *chromiumPage) evalJSON(expression string) (json.RawMessage, error) {
 func (c *chromiumPage) setHidden(hidden bool) {
 	c.b.t.Helper()
 	c.b.setHidden(hidden)
+}
+
+func (c *chromiumPage) setViewport(width, height int) {
+	c.b.t.Helper()
+	c.b.do(chromedp.EmulateViewport(int64(width), int64(height)))
+}
+
+// screenshot writes the whole page to caddytest/artifacts/name (which git ignores),
+// for a person to look at.
+func (c *chromiumPage) screenshot(name string) {
+	c.b.t.Helper()
+	ctx, cancel := context.WithTimeout(c.b.ctx, liveness)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err == nil {
+		if err = os.MkdirAll("artifacts", 0o755); err == nil {
+			err = os.WriteFile(filepath.Join("artifacts", name), png, 0o644)
+		}
+	}
+	if err != nil {
+		c.b.t.Fatal(err)
+	}
 }
 
 func (c *chromiumPage) problems() []string {

@@ -60,16 +60,18 @@ type bidiReply struct {
 	Params  json.RawMessage `json:"params"`
 }
 
-// newFirefox starts a headless firefox-esr with its own profile; scripts false starts
-// it with JavaScript off (the javascript.enabled pref: this ESR's BiDi cannot turn
-// scripts off per tab).
-func newFirefox(t *testing.T, scripts bool) enginePage {
+// newFirefox starts a headless firefox-esr with its own profile. JavaScript off and
+// dark mode are prefs of the profile: this ESR's BiDi sets neither per tab.
+func newFirefox(t *testing.T, o engineOptions) enginePage {
 	t.Helper()
 	path := enginePath(t, "firefox", "firefox-esr", "firefox")
 	profile := t.TempDir()
 	prefs := firefoxPrefs
-	if !scripts {
+	if o.noScripts {
 		prefs += "user_pref(\"javascript.enabled\", false);\n"
+	}
+	if o.dark {
+		prefs += "user_pref(\"layout.css.prefers-color-scheme.content-override\", 0);\n"
 	}
 	if err := os.WriteFile(filepath.Join(profile, "user.js"), []byte(prefs), 0o600); err != nil {
 		t.Fatal(err)
@@ -278,6 +280,11 @@ func (f *firefoxPage) setHidden(hidden bool) {
 	if other != "" {
 		f.must("browsingContext.close", map[string]any{"context": other}, nil)
 	}
+}
+
+func (f *firefoxPage) setViewport(width, height int) {
+	f.t.Helper()
+	f.must("browsingContext.setViewport", map[string]any{"context": f.ctx, "viewport": map[string]any{"width": width, "height": height}}, nil)
 }
 
 func (f *firefoxPage) problems() []string {

@@ -76,10 +76,10 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// newWebKit starts WebKitWebDriver and a session in a new MiniBrowser; scripts false
-// starts it with JavaScript off (WebKitSettings' enable-javascript, which MiniBrowser
-// takes as an option).
-func newWebKit(t *testing.T, scripts bool) enginePage {
+// newWebKit starts WebKitWebDriver and a session in a new MiniBrowser. JavaScript off
+// is WebKitSettings' enable-javascript, which MiniBrowser takes as an option; dark
+// mode is GTK's dark theme, which WebKitGTK answers prefers-color-scheme with.
+func newWebKit(t *testing.T, o engineOptions) enginePage {
 	t.Helper()
 	path := enginePath(t, "webkit", "WebKitWebDriver")
 	display := os.Getenv("DISPLAY")
@@ -89,6 +89,9 @@ func newWebKit(t *testing.T, scripts bool) enginePage {
 	port := freePort(t)
 	cmd := exec.Command(path, "--port="+strconv.Itoa(port))
 	cmd.Env = append(os.Environ(), "DISPLAY="+display)
+	if o.dark {
+		cmd.Env = append(cmd.Env, "GTK_THEME=Adwaita:dark")
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting WebKitWebDriver: %v", err)
 	}
@@ -96,7 +99,7 @@ func newWebKit(t *testing.T, scripts bool) enginePage {
 	p := &webkitPage{t: t, client: &http.Client{Timeout: 2 * liveness}}
 	driver := fmt.Sprintf("http://127.0.0.1:%d", port)
 	args := []string{"--automation"}
-	if !scripts {
+	if o.noScripts {
 		args = append(args, "--enable-javascript=false")
 	}
 	caps := map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
@@ -211,6 +214,12 @@ func (p *webkitPage) setHidden(hidden bool) {
 		return
 	}
 	p.must(http.MethodPost, "/window/rect", map[string]any{"width": 1024, "height": 768}, nil)
+}
+
+// setViewport sets the window's outer size: classic WebDriver has no other.
+func (p *webkitPage) setViewport(width, height int) {
+	p.t.Helper()
+	p.must(http.MethodPost, "/window/rect", map[string]any{"width": width, "height": height}, nil)
 }
 
 func (p *webkitPage) problems() []string {
