@@ -140,12 +140,12 @@ type tab struct {
 }
 
 // newBrowser starts a headless chromium with its own profile and returns its
-// first tab, instrumented.
-func newBrowser(t *testing.T) *tab {
+// first tab, instrumented; extra options go after the harness's.
+func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *tab {
 	t.Helper()
 	path := chromiumPath(t)
 	profile := t.TempDir() // removed after the browser has exited (cleanups run last-in first-out)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
 		chromedp.ExecPath(path),
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
@@ -155,6 +155,7 @@ func newBrowser(t *testing.T) *tab {
 		chromedp.NoFirstRun,
 		chromedp.UserDataDir(profile),
 	)
+	opts = append(opts, extra...)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancelAlloc)
 	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))

@@ -216,6 +216,7 @@ var clientKeys = []string{
 	"thousands_separator", "eta_estimating", "eta_under_minute", "eta_minutes_one",
 	"eta_minutes_other", "eta_hours_other", "announce_position", "admitted",
 	"back_kept", "back_missed", "back_turn", "turn_title", "notify_on", "notify_sound",
+	"notify_asking",
 }
 
 // clientState is the page's starting point in the shape of the server's

@@ -2,7 +2,8 @@
 // instance (hub.go), the push rounds that ask the store for every local waiter's
 // position in one call and resend what is owed (pushround.go), the sockets and their
 // writers (socket.go), and our own WebSocket text frames (wsframe.go). Every timing
-// constant is in timing.go.
+// constant is in timing.go. A socket opened on an HTTP/2 or HTTP/3 stream (extended
+// CONNECT) is shown to the library as an HTTP/1.1 upgrade (stream.go).
 //
 // coder/websocket does the handshake, reads the client, answers pings and writes the
 // close; a push round writes positions itself, as one non-blocking write(2) of a frame

@@ -280,6 +280,16 @@ func (s *socket) fail() {
 // state and the deep stack that served it are not kept for the hours a waiter may
 // wait.
 func (hb *Hub) Serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID, st queue.Status, release func()) error {
+	if isExtendedConnect(r) {
+		// The stream ends with the handler: it returns once the socket is over.
+		w, r, stream := overStream(w, r)
+		err := hb.Serve(w, r, id, st, release)
+		if err != nil || !stream.taken() {
+			stream.Close() // the library refused the upgrade, and answered it
+		}
+		<-stream.done
+		return err
+	}
 	s := &socket{hb: hb, id: id, release: release}
 	sb := &smallBuffers{ResponseWriter: w, wire: &s.wire}
 	c, err := websocket.Accept(sb, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}})
@@ -398,6 +408,11 @@ func (s *socket) sendHeld(b []byte) bool {
 // ServeAdmitted answers the WebSocket of a waiter who was admitted while it was away:
 // it says so at once and closes.
 func (hb *Hub) ServeAdmitted(w http.ResponseWriter, r *http.Request) error {
+	if isExtendedConnect(r) {
+		w, r, stream := overStream(w, r)
+		defer stream.Close()
+		return hb.ServeAdmitted(w, r)
+	}
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}})
 	if err != nil {
 		return nil

@@ -39,3 +39,43 @@ func TestCrossOriginAgreesWithTheUpgrade(t *testing.T) {
 		}
 	}
 }
+
+// The waiting socket is recognised however the browser opens it: an HTTP/1.1 upgrade,
+// or an extended CONNECT on an HTTP/2 or HTTP/3 stream; always with the page's
+// subprotocol, so a site's own WebSockets pass through on every protocol.
+func TestIsWaitingSocketOnEveryHTTPVersion(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		method         string
+		major          int
+		proto          string // r.Proto; HTTP/3 carries :protocol there
+		upgrade, xprot string // the Upgrade field; :protocol as Go's HTTP/2 server keeps it
+		subprotocol    string
+		want           bool
+	}{
+		{"HTTP/1.1 upgrade", "GET", 1, "HTTP/1.1", "websocket", "", Subprotocol, true},
+		{"HTTP/1.1 upgrade, the site's own", "GET", 1, "HTTP/1.1", "websocket", "", "chat", false},
+		{"HTTP/1.1 POST", "POST", 1, "HTTP/1.1", "websocket", "", Subprotocol, false},
+		{"HTTP/2 extended CONNECT", "CONNECT", 2, "HTTP/2.0", "", "websocket", Subprotocol, true},
+		{"HTTP/2 extended CONNECT, the site's own", "CONNECT", 2, "HTTP/2.0", "", "websocket", "chat", false},
+		{"HTTP/2 extended CONNECT, another protocol", "CONNECT", 2, "HTTP/2.0", "", "webtransport", Subprotocol, false},
+		{"HTTP/2 GET", "GET", 2, "HTTP/2.0", "", "websocket", Subprotocol, false},
+		{"HTTP/1.1 CONNECT", "CONNECT", 1, "HTTP/1.1", "", "websocket", Subprotocol, false},
+		{"HTTP/3 extended CONNECT", "CONNECT", 3, "websocket", "", "", Subprotocol, true},
+		{"HTTP/3 CONNECT", "CONNECT", 3, "HTTP/3.0", "", "", Subprotocol, false},
+	} {
+		r := httptest.NewRequest(c.method, "https://shop.example/tickets", nil)
+		r.ProtoMajor, r.Proto = c.major, c.proto
+		if c.upgrade != "" {
+			r.Header.Set("Connection", "Upgrade")
+			r.Header.Set("Upgrade", c.upgrade)
+		}
+		if c.xprot != "" {
+			r.Header.Set(":protocol", c.xprot)
+		}
+		r.Header.Set("Sec-WebSocket-Protocol", c.subprotocol)
+		if got := IsWaitingSocket(r); got != c.want {
+			t.Errorf("%s: IsWaitingSocket %v, want %v", c.name, got, c.want)
+		}
+	}
+}
