@@ -54,7 +54,9 @@ type adaptRun struct {
 	block string // the waiting_room block's settings
 
 	mu        sync.Mutex
-	latencies []time.Duration // the shop's requests, time to first byte as the visitor saw it
+	answers   []time.Duration // every shop request's time to first byte as the visitor saw it, for the plot
+	latencies []time.Duration // those answered after the warm-up
+	steady    []time.Duration // those of them answered outside the 5 s after a change of the shop
 	served    int             // shop requests answered after the warm-up
 	waits     []time.Duration // admitted visitors' time in line
 	stillIn   int             // visitors still in line at the end
@@ -162,7 +164,7 @@ func (run *adaptRun) run(ctx context.Context, r *rig, shopBin string, i int, pha
 				return ctx.Err()
 			case <-tick.C:
 			}
-			wg.Go(func() { run.visitor(ctx, base, start, warm) })
+			wg.Go(func() { run.visitor(ctx, base, start, warm, phase) })
 		}
 	}
 	cancel()
@@ -188,7 +190,7 @@ func setShopLimit(addr string, limit int) error {
 // visitor is one arrival: in line until admitted, told so over the waiting page's
 // WebSocket as a browser is, then adaptItems requests and the checkout. What it saw
 // after warm counts.
-func (run *adaptRun) visitor(ctx context.Context, base string, start time.Time, warm time.Duration) {
+func (run *adaptRun) visitor(ctx context.Context, base string, start time.Time, warm, phase time.Duration) {
 	jar, _ := cookiejar.New(nil)
 	client := &http.Client{Jar: jar, Transport: siteClient.Transport, Timeout: time.Minute}
 	joined := time.Now()
@@ -206,7 +208,7 @@ func (run *adaptRun) visitor(ctx context.Context, base string, start time.Time, 
 		json.NewDecoder(resp.Body).Decode(&body) == nil && body.Status == "queued"
 	resp.Body.Close()
 	if !queued {
-		run.record(time.Since(t0), time.Since(start) > warm)
+		run.record(time.Since(t0), time.Since(start), warm, phase)
 	} else if !awaitTurn(ctx, client, base+"/item") {
 		if ctx.Err() != nil {
 			run.mu.Lock()
@@ -228,7 +230,7 @@ func (run *adaptRun) visitor(ctx context.Context, base string, start time.Time, 
 			return
 		}
 		resp.Body.Close()
-		run.record(time.Since(t0), time.Since(start) > warm)
+		run.record(time.Since(t0), time.Since(start), warm, phase)
 	}
 	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, base+"/done", nil)
 	if resp, err := client.Do(req); err == nil {
@@ -265,13 +267,20 @@ func awaitTurn(ctx context.Context, client *http.Client, address string) bool {
 	}
 }
 
-// record counts one shop request answered in ttfb.
-func (run *adaptRun) record(ttfb time.Duration, counted bool) {
+// record counts one shop request answered in ttfb, since into the run; the figures
+// count what was answered after warm, the steady p90 what was not in the 5 s after a
+// change of the shop (at each phase's start).
+func (run *adaptRun) record(ttfb, since, warm, phase time.Duration) {
 	run.mu.Lock()
 	defer run.mu.Unlock()
+	run.answers = append(run.answers, ttfb)
+	if since <= warm {
+		return
+	}
 	run.latencies = append(run.latencies, ttfb)
-	if counted {
-		run.served++
+	run.served++
+	if since%phase > 5*time.Second {
+		run.steady = append(run.steady, ttfb)
 	}
 }
 
@@ -291,8 +300,8 @@ func (run *adaptRun) watch(ctx context.Context, in *instance, start time.Time) {
 			continue
 		}
 		run.mu.Lock()
-		window := slices.Clone(run.latencies[seen:])
-		seen = len(run.latencies)
+		window := slices.Clone(run.answers[seen:])
+		seen = len(run.answers)
 		run.timeline = append(run.timeline, adaptPoint{at: time.Since(start), capacity: c.Capacity,
 			p90: percentile(window, 0.9), limit: int(run.limit.Load())})
 		run.mu.Unlock()
@@ -305,22 +314,67 @@ func (run *adaptRun) watch(ctx context.Context, in *instance, start time.Time) {
 func (run *adaptRun) rows(phase time.Duration) []row {
 	run.mu.Lock()
 	defer run.mu.Unlock()
+	settled := run.settled(phase)
 	measured := 3*phase - phase/3
 	// Full limit for two thirds of the measured time less the warm-up, half for one.
 	most := (float64(adaptShopLimit)*(2*phase-phase/3).Seconds() + float64(adaptShopLimit/2)*phase.Seconds()) / adaptService.Seconds()
 	p90 := percentile(run.latencies, 0.9)
 	figure := func(what string) string { return fmt.Sprintf("%s: %s", run.name, what) }
 	share := float64(run.served) / most
-	return []row{
+	steady := percentile(run.steady, 0.9)
+	steadyValue := steady.Round(time.Millisecond).String()
+	if len(run.steady) == 0 {
+		steadyValue = "no requests" // a run too short to have any
+	}
+	rows := []row{
 		{figure: figure("the shop's p90 time to first byte"), value: p90.Round(time.Millisecond).String(),
 			baseline: "target " + adaptTarget.String(), ratio: fmt.Sprintf("%.2f", float64(p90)/float64(adaptTarget)),
 			target: "≤ 1", verdict: verdict(p90 <= adaptTarget)},
 		{figure: figure("the shop's throughput, share of its most"), value: fmt.Sprintf("%.0f req/s", float64(run.served)/measured.Seconds()),
 			baseline: fmt.Sprintf("%.0f req/s", most/measured.Seconds()), ratio: fmt.Sprintf("%.2f", share),
 			target: "≥ 0.90", verdict: verdict(share >= 0.90)},
+		{figure: figure("the shop's p90, but for the 5 s after each change of the shop"), value: steadyValue,
+			baseline: "target " + adaptTarget.String(), ratio: fmt.Sprintf("%.2f", float64(steady)/float64(adaptTarget))},
 		{figure: figure("median wait in line of those let in"), value: fmt.Sprintf("%.0f s", median(seconds(run.waits))),
 			baseline: fmt.Sprintf("%d still in line at the end", run.stillIn)},
 	}
+	if settled != nil {
+		rows = append(rows, row{figure: figure("into 0.5–1.5× the shop's right capacity for good, after the start, the halving, the recovery"),
+			value: strings.Join(settled, ", ")})
+	}
+	return rows
+}
+
+// settled is, for each phase of an adapt run, how long after the phase began the
+// capacity entered 0.5–1.5× the shop's right capacity for the rest of the phase
+// ("never" if it did not); nil for a fixed capacity.
+func (run *adaptRun) settled(phase time.Duration) []string {
+	if !strings.Contains(run.block, "adapt") {
+		return nil
+	}
+	var out []string
+	for p, right := range []int{adaptRight, adaptRight / 2, adaptRight} {
+		from, to := time.Duration(p)*phase, time.Duration(p+1)*phase
+		in := time.Duration(-1)
+		for _, pt := range run.timeline {
+			if pt.at < from || pt.at >= to {
+				continue
+			}
+			ok := 2*pt.capacity >= right && 2*pt.capacity <= 3*right
+			switch {
+			case ok && in < 0:
+				in = pt.at - from
+			case !ok:
+				in = -1
+			}
+		}
+		if in < 0 {
+			out = append(out, "never")
+		} else {
+			out = append(out, in.Round(time.Second).String())
+		}
+	}
+	return out
 }
 
 func seconds(d []time.Duration) []float64 {
