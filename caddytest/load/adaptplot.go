@@ -77,7 +77,7 @@ func writeAdaptPlot(file string, runs []*adaptRun, phase time.Duration) error {
 		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(caps, " "), colors[i%len(colors)])
 		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.5"/>`+"\n", strings.Join(p90s, " "), colors[i%len(colors)])
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n",
-			left+i*200, h-18, colors[i%len(colors)], left+18+i*200, h-8, run.name)
+			left+i*215, h-18, colors[i%len(colors)], left+18+i*215, h-8, run.name)
 	}
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="12" height="12" fill="#888" fill-opacity="0.3"/><text x="%d" y="%d">the shop's right capacity</text>`+"\n",
 		left+3*200-60, h-18, left+3*200-42, h-8)
