@@ -1,8 +1,6 @@
 package waitingroom
 
 import (
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -43,20 +41,7 @@ func TestAdaptCaddyfileErrors(t *testing.T) {
 		{"max under min", room("  latency 1s\n  min 300\n  max 250\n"), "adapt max (250) must be at least min (300)", 4},
 		{"twice", "waiting_room {\n name a\n capacity 200\n adapt {\n  latency 1s\n }\n adapt {\n  latency 2s\n }\n}", `duplicate subdirective "adapt"`, 7},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var h Handler
-			err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
-			if err == nil {
-				t.Fatalf("no error; parsed %+v", h.Adapt)
-			}
-			msg := err.Error()
-			if !strings.Contains(msg, tc.wantErr) {
-				t.Errorf("error does not name the problem\n got: %s\nwant: …%s…", msg, tc.wantErr)
-			}
-			if at := ", at Testfile:" + strconv.Itoa(tc.line); !strings.HasSuffix(msg, at) {
-				t.Errorf("error does not point at line %d\n got: %s", tc.line, msg)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkCaddyfileError(t, tc.input, tc.wantErr, tc.line) })
 	}
 }
 

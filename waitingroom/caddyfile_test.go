@@ -754,20 +754,25 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 			line:    1,
 		},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var h Handler
-			err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
-			if err == nil {
-				t.Fatalf("no error; parsed %+v", h)
-			}
-			msg := err.Error()
-			if !strings.Contains(msg, tc.wantErr) {
-				t.Errorf("error does not name the problem\n got: %s\nwant: …%s…", msg, tc.wantErr)
-			}
-			if at := ", at Testfile:" + strconv.Itoa(tc.line); !strings.HasSuffix(msg, at) {
-				t.Errorf("error does not point at line %d\n got: %s", tc.line, msg)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkCaddyfileError(t, tc.input, tc.wantErr, tc.line) })
+	}
+}
+
+// checkCaddyfileError parses input, which must fail with an error naming the problem
+// (containing wantErr) and pointing at line.
+func checkCaddyfileError(t *testing.T, input, wantErr string, line int) {
+	t.Helper()
+	var h Handler
+	err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input))
+	if err == nil {
+		t.Fatalf("no error; parsed %+v", h)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, wantErr) {
+		t.Errorf("error does not name the problem\n got: %s\nwant: …%s…", msg, wantErr)
+	}
+	if at := ", at Testfile:" + strconv.Itoa(line); !strings.HasSuffix(msg, at) {
+		t.Errorf("error does not point at line %d\n got: %s", line, msg)
 	}
 }
 
