@@ -10,7 +10,7 @@ import (
 
 // What the meter holds is taken whole, once: every request added from many
 // goroutines at once is in exactly one sample, with its time in the total.
-func TestMeterTakesEveryShard(t *testing.T) {
+func TestMeterTakesEachRequestOnce(t *testing.T) {
 	var m meter
 	const goroutines, each = 8, 1000
 	var wg sync.WaitGroup
