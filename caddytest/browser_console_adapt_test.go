@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddyserver/caddy/v2/caddytest"
 	"github.com/chromedp/chromedp"
 )
 
@@ -14,9 +13,7 @@ import (
 // the server's history.
 func TestBrowserConsoleAdapt(t *testing.T) {
 	room := uniqueRoom(t)
-	tester := caddytest.NewTester(t)
-	proxy := documentedDashboardProxy(t)
-	tester.InitServer(proxy.globals(t, "")+fmt.Sprintf(`
+	startSiteWithConsole(t, fmt.Sprintf(`
 http://localhost:%d {
 	waiting_room {
 		name %s
@@ -30,10 +27,7 @@ http://localhost:%d {
 	respond "upstream {path}"
 }
 
-`, livePort, room)+proxy.site, "caddyfile")
-	if t.Failed() {
-		t.FailNow()
-	}
+`, livePort, room))
 	shopper := newVisitor(t)
 	for range 5 {
 		if _, in := shopper.place("/"); !in {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddyserver/caddy/v2/caddytest"
 	"github.com/chromedp/chromedp"
 )
 
@@ -16,9 +15,7 @@ import (
 // changes the room.
 func TestDashboardInBrowser(t *testing.T) {
 	room := uniqueRoom(t)
-	tester := caddytest.NewTester(t)
-	proxy := documentedDashboardProxy(t)
-	tester.InitServer(proxy.globals(t, "")+fmt.Sprintf(`
+	startSiteWithConsole(t, fmt.Sprintf(`
 http://localhost:%d {
 	waiting_room {
 		name %s
@@ -27,10 +24,7 @@ http://localhost:%d {
 	respond "upstream {path}"
 }
 
-`, livePort, room)+proxy.site, "caddyfile")
-	if t.Failed() {
-		t.FailNow()
-	}
+`, livePort, room))
 	for i := 0; i < 4; i++ {
 		newVisitor(t).place("/")
 	}

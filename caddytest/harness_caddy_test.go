@@ -133,3 +133,14 @@ func (p dashboardProxy) globals(t *testing.T, extra string) string {
 	}
 	return strings.Replace(g, bare, p.admin, 1)
 }
+
+// startSiteWithConsole starts the in-process Caddy with the documented dashboard proxy
+// and site, a Caddyfile site block for the live port written by the test.
+func startSiteWithConsole(t *testing.T, site string) {
+	t.Helper()
+	proxy := documentedDashboardProxy(t)
+	caddytest.NewTester(t).InitServer(proxy.globals(t, "")+site+"\n"+proxy.site, "caddyfile")
+	if t.Failed() {
+		t.FailNow()
+	}
+}
