@@ -110,6 +110,14 @@ func (d *Decision) Cookie() []byte {
 // takes: the session's touch, the waiter's status, the join. The module turns the
 // decision into the response.
 func (rm *Room) Decide(ctx context.Context, v *Visit, d *Decision) {
+	rm.decide(ctx, v, d)
+	// The waiting page's socket is the room's, never the shop's, however its visitor
+	// came to be let in: its place may have been lost (a reset, a flushed store), it
+	// may be a stale tab, or the first the room hears of the visitor.
+	d.TellSocket = d.Outcome == Admitted && v.Socket
+}
+
+func (rm *Room) decide(ctx context.Context, v *Visit, d *Decision) {
 	now := v.Now
 	s := rm.Settings(now)
 	*d = Decision{Settings: s, Waited: -1}
@@ -207,7 +215,6 @@ func (rm *Room) decideQueued(ctx context.Context, v *Visit, d *Decision, keys *t
 		tok.Waited, tok.Since = now.Sub(tok.Since), now
 		rm.admit(d, keys, tok, now)
 		rm.arrived(ctx, v, s, tok.ID) // arrive.go
-		d.TellSocket = v.Socket
 		return true
 	case queue.Queued:
 		rm.holdPlace(d, keys, tok.ID, tok.Since, now, tok.Pass)
