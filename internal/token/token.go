@@ -79,10 +79,11 @@ type Keyring struct {
 	macs      []*sync.Pool // one pool of *mac per secret; HMAC setup is not free
 	label     []byte       // "waiting_room\x00" + room + "\x00"
 	passLabel []byte       // see pass.go
+	verified  *verifiedCache
 }
 
 func NewKeyring(room string, secrets [][]byte) *Keyring {
-	k := &Keyring{room: room, label: []byte("waiting_room\x00" + room + "\x00"), passLabel: passLabel(room)}
+	k := &Keyring{room: room, label: []byte("waiting_room\x00" + room + "\x00"), passLabel: passLabel(room), verified: newVerifiedCache()}
 	for _, s := range secrets {
 		secret := s
 		k.macs = append(k.macs, &sync.Pool{New: func() any { return &mac{h: hmac.New(sha256.New, secret)} }})
@@ -119,7 +120,9 @@ func (k *Keyring) AppendSealed(dst []byte, t Token) []byte {
 
 // Open verifies a cookie value and returns its token. Anything wrong (shape, version,
 // MAC under every secret, state, expiry) reports false: the request is a new visitor.
-// It is the admitted visitor's hot path, so it allocates nothing.
+// It is the admitted visitor's hot path: a value opened before is found in the
+// verified cache (verified.go), and only an admitted value seen for the first time
+// allocates, the cache's entry for it.
 func (k *Keyring) Open(value string, now time.Time) (Token, bool) {
 	// An exact length check, not DecodedLen: the decoder skips \r and \n, so a
 	// value with a line break inside would otherwise open as the Token without it.
@@ -128,6 +131,11 @@ func (k *Keyring) Open(value string, now time.Time) (Token, bool) {
 	}
 	var text [Text]byte
 	n := copy(text[:], value)
+	if n == Text {
+		if t, ok := k.verified.find(value, &text, now); ok {
+			return t, true
+		}
+	}
 	var raw [tokenLen]byte
 	size, body, version := tokenLen, tokenBody, byte(tokenVersion)
 	if n == v1Text {
@@ -171,6 +179,9 @@ func (k *Keyring) Open(value string, now time.Time) (Token, bool) {
 	t.Expires = time.Unix(int64(binary.BigEndian.Uint64(f[24:32])), 0)
 	if !now.Before(t.Expires) {
 		return Token{}, false
+	}
+	if n == Text {
+		k.verified.remember(value, &text, t)
 	}
 	return t, true
 }
