@@ -87,6 +87,7 @@ func claimCookieName(state map[string]any, wr *Handler) error {
 //		lang        <tag>
 //		message     <text>
 //		proof_of_work <bits>
+//		key         <placeholder>
 //		max_joins_per_ip       <n> [<window>]
 //		max_connections_per_ip <n>
 //		cookie {
@@ -201,6 +202,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "proof_of_work":
 			h.ProofOfWork, err = parseProofOfWork(d)
+		case "key":
+			h.Key, err = parseKey(d) // key.go
 		case "adapt":
 			adaptAt = where(d)
 			h.Adapt, err = parseAdapt(d)

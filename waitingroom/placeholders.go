@@ -37,7 +37,8 @@ type visit struct {
 	waited   time.Duration // how long the visitor waited in line; known says if set
 	known    bool
 	position int
-	capacity int // in force when the request was decided on
+	capacity int  // in force when the request was decided on
+	keyed    bool // the request came with a key (key.go)
 
 	watcher revokeWatcher // an admitted request's (passAdmitted)
 }
@@ -59,7 +60,7 @@ func (v *visit) decided(d *room.Decision) {
 	if v == nil {
 		return
 	}
-	v.capacity = d.Settings.Capacity
+	v.capacity, v.keyed = d.Settings.Capacity, d.Keyed
 	switch d.Outcome {
 	case room.Through:
 	case room.Admitted:
@@ -69,7 +70,7 @@ func (v *visit) decided(d *room.Decision) {
 		v.status, v.id, v.hasID, v.position = visitQueued, d.Visitor, true, d.Status.Position
 	case room.Challenged:
 		v.status = visitChallenge
-	case room.Rejected, room.TooMany:
+	case room.Rejected, room.TooMany, room.KeyTooLong:
 		v.status = visitRejected
 	case room.Degraded:
 		v.status = visitUnavailable
@@ -103,6 +104,8 @@ func (v *visit) placeholder(key string) (any, bool) {
 		return "", true
 	case "capacity":
 		return v.capacity, true
+	case "keyed":
+		return v.keyed, true
 	}
 	return nil, false
 }

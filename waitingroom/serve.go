@@ -42,6 +42,7 @@ func (h *Handler) factsOf(r *http.Request, facts *room.Visit) {
 		Socket:         push.IsWaitingSocket(r),
 		Preflight:      isPreflight(r),
 		Page:           proof.inQuery && wantsPage(r),
+		Key:            h.keyOf(r), // key.go
 	}
 	if facts.Socket {
 		facts.CrossSite = push.CrossOrigin(r)
@@ -87,6 +88,8 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		return h.respond(w, r, h.RejectStatusCode, h.room.Tell(d, facts.Now), d.Settings)
 	case room.TooMany:
 		return tooMany(w, d.RetryAfter)
+	case room.KeyTooLong:
+		return keyTooLong(w, r, h.Name) // key.go
 	}
 	// Degraded: the store could not decide.
 	if h.Fail == failOpen {

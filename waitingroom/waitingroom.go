@@ -141,6 +141,17 @@ type Handler struct {
 	// 0 to 32; the admin API can change it at run time. Default: 0, off.
 	ProofOfWork int `json:"proof_of_work,omitempty"`
 
+	// Key is who a request is for, as a placeholder such as
+	// {http.request.header.X-Account} (a header the shop or a trusted proxy sets) or
+	// {http.auth.user.id} (an auth module's): every browser, tab and device whose
+	// requests resolve it to one non-empty value holds one place, with one ticket,
+	// and shares one admitted session. Where it resolves empty, the visitor is the
+	// cookie's. It must hold a placeholder; a key longer than 512 bytes is refused
+	// with a 400. The key is never stored: the visitor's id derives from it with the
+	// room's secret. See docs/people-and-devices.md. Default: none, each browser is
+	// its own visitor.
+	Key string `json:"key,omitempty"`
+
 	// Adapt turns on the adaptive capacity (see Adapt); Capacity is where it starts
 	// and must lie within its min and max. The admin API can change it, or turn it
 	// off, at run time. Default: off.
@@ -426,6 +437,11 @@ func (h *Handler) Validate() error {
 	}
 	if err := room.CheckProofOfWork(h.ProofOfWork); err != nil {
 		return err
+	}
+	if h.Key != "" {
+		if err := checkKey(h.Key); err != nil {
+			return err
+		}
 	}
 	if h.Adapt != nil {
 		if _, err := h.Adapt.engine(h.Capacity); err != nil {

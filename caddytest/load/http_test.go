@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// TestHTTPAndStoreSections runs the http, admitted and store sections at smoke scale (one round
-// of a second) and holds them to what every run must show whatever the machine: each
+// TestHTTPAndStoreSections runs the http, key, admitted and store sections at smoke scale (one
+// round of a second) and holds them to what every run must show whatever the machine: each
 // row present with a figure above zero. The sections themselves fail a run whose wrk
 // rounds saw a failed or no request, whose rooms did not count every request as the
 // visitor its row names, or whose stores did not hold exactly the visitors joined and
@@ -28,7 +28,7 @@ func TestHTTPAndStoreSections(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	o := options{quick: true, only: []string{"store", "http", "admitted"}, duration: time.Second, rounds: 1, tls: true}
+	o := options{quick: true, only: []string{"store", "http", "key", "admitted"}, duration: time.Second, rounds: 1, tls: true}
 	rows, err := run(ctx, o)
 	if err != nil {
 		t.Fatal(err)

@@ -100,7 +100,9 @@ func (s *MemoryStore) Join(_ context.Context, id VisitorID, now time.Time, lim L
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if v := s.visitors[id]; v != nil {
-		return s.statusLocked(v, now), nil
+		st := s.statusLocked(v, now)
+		st.Known = true
+		return st, nil
 	}
 	v := &memVisitor{id: id, at: now.UnixNano()}
 	if s.waiting == 0 && !lim.Hold && s.active.len < lim.Capacity && s.rateBudgetLocked(now, lim) != 0 {

@@ -34,7 +34,9 @@ func (s *MemoryStore) JoinPass(_ context.Context, id VisitorID, pass PassUse, no
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if v := s.visitors[id]; v != nil {
-		return s.statusLocked(v, now), true, nil
+		st := s.statusLocked(v, now)
+		st.Known = true
+		return st, true, nil
 	}
 	s.prunePassesLocked(now)
 	c := s.passes[pass.ID]

@@ -253,6 +253,10 @@ type Status struct {
 	// Active and Waiting are the room's counters as this call saw them (Join and
 	// Status), so an answer shows the room the visitor's own decision was made in.
 	Active, Waiting int
+	// Known says, from Join or JoinPass, that the id was known already: nothing was
+	// joined or counted, and the answer is where the visitor stands (a keyed visitor
+	// on another device).
+	Known bool
 }
 
 // Stats are a room's counters at one moment.

@@ -31,6 +31,9 @@ type Visit struct {
 	Page bool
 	// Preflight says the request is a CORS preflight: nobody's visit.
 	Preflight bool
+	// Key is who the request is for, when the room has a key (key.go): the resolved
+	// placeholder, "" when it resolved empty or there is none.
+	Key string
 }
 
 // Outcome is what a request gets.
@@ -52,6 +55,9 @@ const (
 	Degraded
 	// TooMany: over a per-address cap; nothing stored or counted.
 	TooMany
+	// KeyTooLong: the request's key is longer than token.MaxKey; nothing stored or
+	// counted (key.go).
+	KeyTooLong
 )
 
 // Decision is what a request gets, with what the module must apply.
@@ -89,6 +95,10 @@ type Decision struct {
 	// says a rejected request was another site's WebSocket.
 	RetryAfter time.Duration
 	CrossSite  bool
+	// Keyed says the request came with a key (key.go); keyID is its visitor's id.
+	Keyed    bool
+	keyID    queue.VisitorID
+	hasKeyID bool
 }
 
 // setCookie seals tok into the decision's cookie.
@@ -131,10 +141,13 @@ func (rm *Room) decide(ctx context.Context, v *Visit, d *Decision) {
 		rm.degrade(d)
 		return
 	}
+	if !keyOf(v, d, keys) {
+		return
+	}
 
 	var invitedBy token.Token // the cookie, when it holds a pass (see rejoinInvited)
 	reason := ""              // why a known visitor is new again (sessionmax.go)
-	if tok, ok := keys.Open(v.Cookie, now); ok {
+	if tok, ok := keys.Open(v.Cookie, now); ok && d.cookieFor(tok) {
 		if tok.Pass {
 			invitedBy = tok
 		}
@@ -151,7 +164,7 @@ func (rm *Room) decide(ctx context.Context, v *Visit, d *Decision) {
 			// The place was lost (queue_ttl): a new visitor, at the back.
 		}
 	}
-	if refusedSocket(v, d) {
+	if refusedSocket(v, d) || d.hasKeyID && rm.decideKeyed(ctx, v, d, keys) {
 		return
 	}
 	rm.decideNew(ctx, v, d, keys, invitedBy, reason)
@@ -247,9 +260,15 @@ func (rm *Room) decideNew(ctx context.Context, v *Visit, d *Decision, keys *toke
 		rm.ips.giveBack(counted, now)
 		return
 	}
-	id := queue.NewVisitorID()
-	rm.drawLots(ctx, s) // an event's lottery comes before its first new arrival
+	id := d.newVisitorID() // key.go
+	rm.drawLots(ctx, s)    // an event's lottery comes before its first new arrival
 	st, check, err := rm.joinNew(ctx, keys, id, v.Pass, invited, passed, now, s)
+	for n := 1; err == nil && st.Known; n++ {
+		if rm.keyedJoined(ctx, v, d, keys, st, invited || check == passValid, counted, n) {
+			return
+		}
+		st, check, err = rm.joinNew(ctx, keys, id, v.Pass, invited, passed, now, s)
+	}
 	switch {
 	case err != nil:
 		rm.storeError("join", err)

@@ -105,6 +105,10 @@ func (s *roomStore) Status(ctx context.Context, id queue.VisitorID, now time.Tim
 // position, returned, active, waiting.
 const statusReply = 6
 
+// replyKnown is the bit of the returned number that join.lua and pass_join.lua set
+// for an id known already (queue.Status.Known); the bits below it are returned's own.
+const replyKnown = 4
+
 func toStatus(res []int64) (queue.Status, error) {
 	if len(res) != statusReply {
 		return queue.Status{}, fmt.Errorf("unexpected status reply %v", res)
@@ -113,8 +117,9 @@ func toStatus(res []int64) (queue.Status, error) {
 		State:    queue.State(res[0]),
 		Ticket:   uint64(res[1]),
 		Position: int(res[2]),
-		Returned: res[3] >= 1,
-		Missed:   res[3] == 2,
+		Returned: res[3]&^replyKnown >= 1,
+		Missed:   res[3]&^replyKnown == 2,
+		Known:    res[3]&replyKnown != 0,
 		Active:   int(res[4]),
 		Waiting:  int(res[5]),
 	}, nil

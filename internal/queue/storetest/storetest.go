@@ -28,6 +28,8 @@ func Run(t *testing.T, open Open) {
 		{"JoinAdmitsWhileSlotsFree", testJoinAdmitsWhileSlotsFree},
 		{"JoinQueuesBehindWaiters", testJoinQueuesBehindWaiters},
 		{"JoinIsIdempotent", testJoinIsIdempotent},
+		{"SameIDFromDevicesIsOnePlace", testSameIDFromDevicesIsOnePlace},
+		{"JoinKnownCountsNothing", testJoinKnownCountsNothing},
 		{"TicketsFollowArrival", testTicketsFollowArrival},
 		{"Status", testStatus},
 		{"Touch", testTouch},

@@ -15,7 +15,9 @@
 -- Returns six numbers per visitor, in order: {state, ticket, position, returned,
 -- active, waiting}. state is 0 unknown, 1 queued, 2 admitted, 3 rejected (no-queue);
 -- ticket and position are 0 unless queued; returned is 1 for an away waiter heard
--- again, 2 for a no-show back (step.lua); active and waiting (present waiters) are the room as that visitor found it.
+-- again, 2 for a no-show back (step.lua), plus KNOWN (4) for an id known already (nothing
+-- joined: a keyed visitor on another device); active and waiting (present waiters) are
+-- the room as that visitor found it.
 --
 -- A command called from Lua costs Redis about as much as the little work most of these
 -- do, and Redis is the one thing a fleet shares, so a batch reads what it needs once
@@ -63,15 +65,15 @@ local function join(id, now)
   -- the latest arrival before this one are gone.
   if latest then sweep_active(latest) end
   local again = seen[id]
-  if again then return {again[1], again[2], again[3], 0, active_count(), waiting} end
-  if redis.call('ZSCORE', active, id) then return {2, 0, 0, 0, active_count(), waiting} end
+  if again then return {again[1], again[2], again[3], KNOWN, active_count(), waiting} end
+  if redis.call('ZSCORE', active, id) then return {2, 0, 0, KNOWN, active_count(), waiting} end
   local t = redis.call('ZSCORE', queue, id)
   if t then
     -- Known and queued: its answer reads the room as it stands, the batch's pending
     -- waiters included.
     local st = queued_status(tonumber(t), now)
     if st[4] > 0 then waiting = waiting + 1 end
-    st[5], st[6] = active_count(), waiting
+    st[4], st[5], st[6] = st[4] + KNOWN, active_count(), waiting
     return st
   end
 

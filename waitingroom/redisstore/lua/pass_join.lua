@@ -16,8 +16,8 @@
 -- ARGV[10]     the pass's expiry, unix ms (its counter expires with it)
 --
 -- Returns {state, ticket, position, returned, active, waiting, counted}: the first six
--- as join.lua's; counted 0 means the pass was used up and nothing was done (then all
--- are 0).
+-- as join.lua's (returned carries KNOWN for an id known already: no use counted);
+-- counted 0 means the pass was used up and nothing was done (then all are 0).
 
 local pass = KEYS[#KEYS] -- after the room's keys
 local id, now = ARGV[1], tonumber(ARGV[2])
@@ -26,11 +26,11 @@ local rate_n, rate_per, hold, noqueue = tonumber(ARGV[5]), tonumber(ARGV[6]), AR
 local uses, expires = tonumber(ARGV[9]), ARGV[10]
 
 expire_idle(now - sttl)
-if redis.call('ZSCORE', active, id) then return {2, 0, 0, 0, redis.call('ZCARD', active), present_count(), 1} end
+if redis.call('ZSCORE', active, id) then return {2, 0, 0, KNOWN, redis.call('ZCARD', active), present_count(), 1} end
 local t = redis.call('ZSCORE', queue, id)
 if t then
   local st = queued_status(tonumber(t), now)
-  st[7] = 1
+  st[4], st[7] = st[4] + KNOWN, 1
   return st
 end
 if tonumber(redis.call('GET', pass) or 0) >= uses then return {0, 0, 0, 0, 0, 0, 0} end

@@ -34,6 +34,9 @@ local BUCKET = 256
 -- A busy period's first PASS_LANE offsets are the pass lane (pass.go): its tickets are
 -- below every ordinary one, so every bitmap count puts pass holders first.
 local PASS_LANE = 16384
+-- KNOWN is added to a join's returned number for an id known already (store.go,
+-- replyKnown): nothing was joined or counted.
+local KNOWN = 4
 
 -- Ends the sessions in ids (an array, from a range of active or since) in both sets.
 -- unpack takes a few thousand values at most, so the ids go in chunks.

@@ -1,0 +1,154 @@
+package room
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
+)
+
+// A room with `key` knows who a request is for (an account, from a header or an auth
+// plugin's placeholder), and the visitor is that key: every browser, tab and device
+// presenting it holds one place. The visitor's id derives from the key with the
+// room's secret (token.Keyring.KeyedID), so every instance on one store agrees on it
+// and the key is never stored. The store's Join of a known id is where it stands, so
+// a keyed new arrival is the one Join an unkeyed one is, and a second device's first
+// request finds the first device's place (queue.Status.Known).
+//
+// A cookie of another visitor (another key's, or one made before the key was there)
+// is not honoured for the key: the request is the key's visitor.
+
+// keyOf derives the keyed visitor id of v into d, and reports false (d decided:
+// KeyTooLong) when the key is too long to take. An empty key is no key.
+func keyOf(v *Visit, d *Decision, keys *token.Keyring) bool {
+	if v.Key == "" {
+		return true
+	}
+	d.Keyed = true
+	if len(v.Key) > token.MaxKey {
+		d.Outcome = KeyTooLong
+		return false
+	}
+	d.keyID, d.hasKeyID = keys.KeyedID(v.Key), true
+	return true
+}
+
+// cookieFor reports whether a verified cookie tok is the request's visitor's: with a
+// key, only the key's own.
+func (d *Decision) cookieFor(tok token.Token) bool {
+	return !d.hasKeyID || tok.ID == d.keyID
+}
+
+// newVisitorID is the id a request without a usable cookie joins with: its key's, or
+// a fresh one.
+func (d *Decision) newVisitorID() queue.VisitorID {
+	if d.hasKeyID {
+		return d.keyID
+	}
+	return queue.NewVisitorID()
+}
+
+// decideKeyed decides on a keyed request without a usable cookie when its key's
+// visitor holds a place the request need not join for, and reports whether it did.
+// An admitted visitor this instance confirmed within queue.TouchEvery is let in with
+// no store call. Otherwise only where joining would not find the place it asks the
+// store first: with proof_of_work on, a visitor who holds a place is not challenged
+// again for it; in invite_only mode, a visitor let in is not turned away for coming
+// without the pass; from an address at its max_joins_per_ip, a visitor who holds a
+// place is not refused for it (two devices behind one home router). Everywhere else
+// the join finds the place (keyedJoined), at no extra cost.
+func (rm *Room) decideKeyed(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring) bool {
+	now, s, id := v.Now, d.Settings, d.keyID
+	if rm.touchedRecently(id, now) {
+		rm.admit(d, keys, token.Token{ID: id, Since: now, Waited: -1}, now)
+		return true
+	}
+	capped := false
+	if cap := rm.cfg.PerIP; cap.MaxJoins > 0 {
+		capped = rm.ips.full(v.Addr, now, cap.MaxJoins, cap.JoinWindow)
+	}
+	if s.ProofOfWork == 0 && s.Mode != queue.ModeInviteOnly && !capped {
+		return false
+	}
+	st, err := rm.cfg.Store.Status(ctx, id, now)
+	if err != nil {
+		rm.storeError("status", err)
+		rm.degrade(d)
+		return true
+	}
+	switch {
+	case st.State == queue.Admitted:
+		return rm.keyedAdmitted(ctx, v, d, keys)
+	case st.State == queue.Queued && s.Mode != queue.ModeInviteOnly:
+		// In invite_only mode a waiter stays only with its pass (invitedOut), which
+		// the join with the pass finds again without spending a use.
+		rm.holdPlace(d, keys, id, now, now, false)
+		rm.queued(v, d, id, st, "", passNone)
+		return true
+	}
+	return false
+}
+
+// keyedAdmitted lets a keyed visitor the store holds admitted in on this device: the
+// touch keeps its session (and is its arrival, with arrive_ttl), and its new cookie
+// counts nothing. It reports false when the session lapsed meanwhile: the visitor is
+// new.
+func (rm *Room) keyedAdmitted(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring) bool {
+	active, err := rm.cfg.Store.Touch(ctx, d.keyID, v.Now)
+	if err != nil {
+		rm.storeError("touch", err)
+		rm.degrade(d)
+		return true
+	}
+	if !active {
+		return false
+	}
+	rm.admit(d, keys, token.Token{ID: d.keyID, Since: v.Now, Waited: -1}, v.Now)
+	return true
+}
+
+// keyedJoined decides on a keyed request whose join found its key's visitor already
+// there (st.Known): it is that visitor on another device, counted nowhere again, and
+// the address's join is given back. It reports false when the admitted session the
+// join found had lapsed (a session the admission step had yet to sweep): that
+// visitor is let go, and the caller joins it anew. n counts the joins so far; past
+// keyedRejoinLimit the store is not making sense, and the request is degraded.
+func (rm *Room) keyedJoined(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring, st queue.Status, pass bool, counted string, n int) bool {
+	if n > keyedRejoinLimit {
+		rm.degrade(d)
+		return true
+	}
+	if st.State == queue.Admitted && !rm.keyedAdmitted(ctx, v, d, keys) {
+		if _, err := rm.cfg.Store.Leave(ctx, d.keyID); err != nil {
+			rm.storeError("leave", err)
+			rm.degrade(d)
+			return true
+		}
+		return false
+	}
+	rm.ips.giveBack(counted, v.Now)
+	if c := rm.cfg.Logger.Check(zap.DebugLevel, "keyed visitor on another device"); c != nil {
+		c.Write(zap.String("room", rm.cfg.Name), zap.Stringer("visitor", d.keyID), zap.Stringer("state", st.State))
+	}
+	if st.State == queue.Queued {
+		rm.holdPlace(d, keys, d.keyID, v.Now, v.Now, pass)
+		rm.queued(v, d, d.keyID, st, "", passNone)
+	}
+	return true
+}
+
+// keyedRejoinLimit bounds the joins of one keyed request whose session keeps lapsing
+// between its join and its touch: a race, never a loop.
+const keyedRejoinLimit = 2
+
+// full reports whether addr has used up its joins of the window at now, counting
+// nothing.
+func (c *ipCounters) full(addr string, now time.Time, max int, window time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.joins[addr]
+	return w != nil && now.Sub(w.start) < window && w.n >= max
+}
