@@ -128,6 +128,11 @@ func (hb *Hub) admitted(ids []queue.VisitorID) {
 	}
 }
 
+// Lose tells id's sockets on this instance that the place is lost (it moved to
+// another device): each is closed as a lost place's is, and its page reloads to be
+// told why.
+func (hb *Hub) Lose(id queue.VisitorID) { hb.each(id, (*socket).lose) }
+
 // CloseAll ends every socket with a reconnect hint (the config is going away; the page
 // reconnects to the new one and keeps its place).
 func (hb *Hub) CloseAll() {

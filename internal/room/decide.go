@@ -31,6 +31,13 @@ type Visit struct {
 	Page bool
 	// Preflight says the request is a CORS preflight: nobody's visit.
 	Preflight bool
+	// Handoff is the hand-off code the request presents, taken out of it; HandoffNew
+	// says the request asks for a code for its own place, and then CrossSite that
+	// another site's page asks (handoff.go).
+	Handoff    string
+	HandoffNew bool
+	// Key is the visitor's key (the room's key placeholder), empty when unkeyed.
+	Key string
 }
 
 // Outcome is what a request gets.
@@ -52,6 +59,8 @@ const (
 	Degraded
 	// TooMany: over a per-address cap; nothing stored or counted.
 	TooMany
+	// Moved: the cookie's place moved to another device (handoff.go).
+	Moved
 )
 
 // Decision is what a request gets, with what the module must apply.
@@ -89,6 +98,12 @@ type Decision struct {
 	// says a rejected request was another site's WebSocket.
 	RetryAfter time.Duration
 	CrossSite  bool
+	// Handoff is the code minted for the visitor's place when the request asked for
+	// one, valid until HandoffExpires; HandoffInvalid says the code the request
+	// presented did not hold (handoff.go).
+	Handoff        string
+	HandoffExpires time.Time
+	HandoffInvalid bool
 }
 
 // setCookie seals tok into the decision's cookie.
@@ -111,6 +126,8 @@ func (d *Decision) Cookie() []byte {
 // decision into the response.
 func (rm *Room) Decide(ctx context.Context, v *Visit, d *Decision) {
 	rm.decide(ctx, v, d)
+	rm.mintHandoff(v, d)
+	rm.cleanHandoff(v, d)
 	// The waiting page's socket is the room's, never the shop's, however its visitor
 	// came to be let in: its place may have been lost (a reset, a flushed store), it
 	// may be a stale tab, or the first the room hears of the visitor.
@@ -129,6 +146,10 @@ func (rm *Room) decide(ctx context.Context, v *Visit, d *Decision) {
 	if keys == nil {
 		// No secret yet: the store has been down since start. Nobody can be verified.
 		rm.degrade(d)
+		return
+	}
+
+	if refusedHandoff(v, d) || v.Handoff != "" && rm.takeHandoff(ctx, v, d, keys) {
 		return
 	}
 
@@ -180,7 +201,8 @@ func (rm *Room) decideAdmitted(ctx context.Context, v *Visit, d *Decision, keys 
 		return true, ""
 	}
 	if !active {
-		if rm.decideNoShow(ctx, v, d, keys, tok) { // arrive.go
+		// The no-show first: its Status brings the waiter back, which says so once.
+		if rm.decideNoShow(ctx, v, d, keys, tok) || rm.decideMoved(ctx, v, d, tok.ID) { // arrive.go, handoff.go
 			return true, ""
 		}
 		// Session lapsed, revoked or removed: a new visitor, at the back.
@@ -219,6 +241,9 @@ func (rm *Room) decideQueued(ctx context.Context, v *Visit, d *Decision, keys *t
 	case queue.Queued:
 		rm.holdPlace(d, keys, tok.ID, tok.Since, now, tok.Pass)
 		rm.queued(v, d, tok.ID, st, "", passNone)
+		return true
+	case queue.Moved:
+		rm.moved(d, tok.ID) // handoff.go
 		return true
 	}
 	return false
@@ -304,11 +329,16 @@ func (rm *Room) Tell(d *Decision, now time.Time) page.View {
 		v.Reason = d.Reason
 	case Rejected:
 		v = rm.rejectedView(d.Settings)
+	case Moved:
+		v = rm.movedView(d.Settings)
 	default:
 		return rm.unavailableView(d.Settings)
 	}
 	if d.PassInvalid {
 		v.Pass = "invalid"
+	}
+	if d.HandoffInvalid {
+		v.Handoff = "invalid"
 	}
 	return v
 }
