@@ -7,6 +7,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
@@ -90,9 +91,14 @@ func (h *Handler) serveHandoff(w http.ResponseWriter, r *http.Request, d *room.D
 		field("Content-Type", "application/json"),
 		field("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"),
 		field("Vary", "Accept, Accept-Language"))
+	qr, err := page.HandoffQR(link)
+	if err != nil {
+		// The link alone still moves the place; a QR code is a convenience.
+		h.logger.Warn("drawing a hand-off QR code", zap.String("room", h.Name), zap.Error(err))
+	}
 	w.WriteHeader(http.StatusOK)
 	expires := int(d.HandoffExpires.Sub(h.clock.Now()).Seconds())
-	_, err := w.Write(append(page.AppendHandoffJSON(make([]byte, 0, 512), h.Name, status, link, max(expires, 0)), '\n'))
+	_, err = w.Write(append(page.AppendHandoffJSON(make([]byte, 0, 4096), h.Name, status, link, qr, max(expires, 0)), '\n'))
 	return err
 }
 

@@ -292,3 +292,29 @@ func TestHandoffCodeNeverReachesTheUpstream(t *testing.T) {
 			w.Code, w.Header().Get("Location"), seen != nil)
 	}
 }
+
+// The old device's browser is shown the page that says the place moved, in its
+// language, through the room's page renderer, and it carries nothing that polls,
+// joins or rejoins.
+func TestMovedPageInTheVisitorsLanguage(t *testing.T) {
+	tr := newRoomWith(t, func(h *Handler) {})
+	_, waiters := tr.fill(1)
+	tr.useCode(codeOf(t, tr.askHandoff(waiters[0]).HandoffURL), "")
+	r := httptest.NewRequest(http.MethodGet, "http://shop.example/tickets", nil)
+	r.Header.Set("Cookie", tr.h.Cookie.Name+"="+waiters[0])
+	r.Header.Set("Accept", "text/html")
+	r.Header.Set("Accept-Language", "de")
+	w := httptest.NewRecorder()
+	if err := tr.h.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })); err != nil {
+		t.Fatal(err)
+	}
+	body := w.Body.String()
+	if !strings.Contains(body, "Ihr Platz ist auf ein anderes Gerät gewechselt") {
+		t.Fatalf("the old device's page (%d) does not say in German that the place moved:\n%s", w.Code, body)
+	}
+	for _, bad := range []string{"<script", "<button", "wr-rejoin"} {
+		if strings.Contains(body, bad) {
+			t.Fatalf("the old device's page has %q", bad)
+		}
+	}
+}

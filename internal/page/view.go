@@ -62,6 +62,7 @@ func (v *View) Data(lang, mode, nonce string) Data {
 		Returned:       v.Returned,
 		Missed:         v.Missed,
 		Reason:         v.Reason,
+		Handoff:        v.Handoff,
 		Nonce:          nonce,
 	}
 	if v.ETASeconds != nil {
