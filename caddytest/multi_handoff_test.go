@@ -1,6 +1,7 @@
 package caddytest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testredis"
 )
@@ -66,8 +70,9 @@ func (g *guest) openLink(t *testing.T, link, base string) handoffPlace {
 }
 
 // TestMultiHandoffIsUsedOnce: three caddy processes on one Redis. A code asked for
-// on instance 1 moves the place when opened on instance 2 (same position, the old
-// device told its place moved on instance 3), and opened again on instance 3 it
+// on instance 1 moves the place when opened on instance 2 (same position; the old
+// device's waiting socket, held by instance 3, is closed as a lost place's, and its
+// next request there is told the place moved), and opened again on instance 3 it
 // makes an ordinary newcomer told the code did not hold; the fleet counts one
 // hand-off.
 func TestMultiHandoffIsUsedOnce(t *testing.T) {
@@ -96,12 +101,39 @@ func TestMultiHandoffIsUsedOnce(t *testing.T) {
 		t.Fatalf("the code asked for on %s: %+v", first.name, a)
 	}
 
+	ctx := context.Background()
+	sock, err := laptop.socket(ctx, third.base, "/shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.CloseNow()
+	if m, err := readMessage(ctx, sock); err != nil || m.Position != 1 {
+		t.Fatalf("the laptop's socket on %s: %+v (%v)", third.name, m, err)
+	}
+	closed := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := readMessage(ctx, sock); err != nil {
+				closed <- err
+				return
+			}
+		}
+	}()
+
 	phone := newGuest()
 	if p := phone.openLink(t, a.HandoffURL, second.base); p.Status != "queued" || p.Position != 1 || p.Handoff != "" {
 		t.Fatalf("the phone opening the link on %s: %+v, want queued at 1", second.name, p)
 	}
 	if q, _, err := phone.place(third.base, "/shop"); err != nil || q.Position != 1 {
 		t.Fatalf("the phone with its cookie on %s: %+v (%v), want still at 1", third.name, q, err)
+	}
+	select {
+	case err := <-closed:
+		if websocket.CloseStatus(err) != 4001 {
+			t.Fatalf("the laptop's socket on %s after the move on %s: %v, want closed 4001 (place lost)", third.name, second.name, err)
+		}
+	case <-time.After(liveness):
+		t.Fatalf("the laptop's socket on %s was still open %v after the move on %s", third.name, liveness, second.name)
 	}
 	if code, body, err := laptop.get(third.base, "/shop", "application/json"); err != nil || !strings.Contains(body, `"status":"moved"`) {
 		t.Fatalf("the laptop on %s: %d %q (%v), want told its place moved", third.name, code, short(body), err)

@@ -17,7 +17,20 @@ import (
 // waiting_room:{<room>}:moved:<hex id>, in the room's slot, that Redis expires at the
 // end of the keep: nothing sweeps the marks, and a room costs nothing for them while
 // nobody moves. status.lua reads the mark only for an id it does not otherwise know,
-// so a known visitor's status costs nothing more. meta's handoffs counts the moves.
+// so a known visitor's status costs nothing more. meta's handoffs counts the moves,
+// and the ids that moved away are published on waiting_room:{<room>}:moved, as the
+// admitted ones are on :admitted (queue.MoveAnnouncer).
+
+var _ queue.MoveAnnouncer = (*roomStore)(nil)
+
+// movedChannel is where the room's moves are announced.
+func (s *roomStore) movedChannel() string {
+	return strings.TrimSuffix(s.keys[0], "queue") + "moved"
+}
+
+func (s *roomStore) SubscribeMoved(fn func(ids []queue.VisitorID)) (cancel func()) {
+	return s.shared.subscribe(s.movedChannel(), s.timeout, fn)
+}
 
 // movedKey is id's mark.
 func (s *roomStore) movedKey(id queue.VisitorID) string {
@@ -55,7 +68,7 @@ func (s *roomStore) runKeys(ctx context.Context, keys []string, script *luaScrip
 
 func (s *roomStore) Move(ctx context.Context, from, to queue.VisitorID, now time.Time, lim queue.Limits) (queue.Status, bool, error) {
 	res, err := s.runKeys(ctx, s.withMark(from), moveScript, from[:], to[:], now.UnixMilli(),
-		lim.MovedKeep().Milliseconds()).Int64Slice()
+		lim.MovedKeep().Milliseconds(), s.movedChannel()).Int64Slice()
 	if err != nil {
 		return queue.Status{}, false, fmt.Errorf("moving a place: %w", err)
 	}

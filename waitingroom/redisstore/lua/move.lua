@@ -4,7 +4,8 @@
 -- session), and arrive and arrive_tickets (the arrival still owed). A waiter's holder
 -- is cleared, so the device that gave it away keeps it present no longer, and its
 -- bucket watches it again; the new device is heard now. from's mark, KEYS[17],
--- expires on its own at the end of the keep.
+-- expires on its own at the end of the keep, and from is published on the channel,
+-- so every instance tells the sockets it holds for from that the place is gone.
 --
 -- KEYS[1..16]  the room's keys (prelude.lua)
 -- KEYS[17]     from's mark, waiting_room:{<room>}:moved:<hex id>, in the room's slot
@@ -13,12 +14,13 @@
 -- ARGV[2]      to: the id taking it, 16 bytes
 -- ARGV[3]      now: unix ms
 -- ARGV[4]      keep: how long the mark is kept, ms (queue.Limits.MovedKeep)
+-- ARGV[5]      channel: where the moved ids are published (move.go)
 --
 -- Returns {state, ticket, position, returned, active, waiting} as status.lua does for
 -- to, after the move; all zeros (nothing moved) when from holds no place or to is
 -- known.
 
-local from, to, now, keep = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local from, to, now, keep, channel = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
 local function known(id)
   return redis.call('ZSCORE', active, id) or redis.call('ZSCORE', queue, id)
 end
@@ -31,6 +33,7 @@ end
 local function mark()
   redis.call('SET', KEYS[17], '1', 'PX', math.max(keep, 1))
   redis.call('HINCRBY', meta, 'handoffs', 1)
+  redis.call('PUBLISH', channel, from)
 end
 
 local seen = redis.call('ZSCORE', active, from)
