@@ -318,3 +318,24 @@ func TestMovedPageInTheVisitorsLanguage(t *testing.T) {
 		}
 	}
 }
+
+// A device that holds a place of its own and opens a link for another gives its own
+// up: it is one visitor, with one place, and nothing stands in line for nobody.
+func TestHandoffTakerGivesUpItsOwnPlace(t *testing.T) {
+	tr := newRoomWith(t, func(h *Handler) {})
+	_, waiters := tr.fill(3)
+	code := codeOf(t, tr.askHandoff(waiters[0]).HandoffURL)
+	w, cookie, _ := tr.useCode(code, waiters[2])
+	if v := viewOf(t, w); v.Status != "queued" || v.Position != 1 {
+		t.Fatalf("the device at 3 opening the link of the place at 1: %+v, want queued at 1", v)
+	}
+	if tr.tokenOf(cookie).ID == tr.tokenOf(waiters[2]).ID {
+		t.Fatal("the device kept its own id")
+	}
+	if n := tr.waiting(); n != 2 {
+		t.Fatalf("%d waiting, want 2: the device's own place should be given up", n)
+	}
+	if v := tr.queued(waiters[1]); v.Position != 2 {
+		t.Fatalf("the waiter between: %+v, want at 2", v)
+	}
+}

@@ -99,6 +99,7 @@ func (rm *Room) takeHandoff(ctx context.Context, v *Visit, d *Decision, keys *to
 		rm.hub.Lose(h.ID)
 	}
 	rm.cfg.Metrics.Handoff()
+	rm.giveUpOwnPlace(ctx, v, keys, h.ID, to)
 	if st.State == queue.Admitted {
 		rm.admit(d, keys, token.Token{ID: to, Since: h.Since, Pass: h.Pass, Waited: -1}, now)
 		d.Waited = -1
@@ -108,6 +109,27 @@ func (rm *Room) takeHandoff(ctx context.Context, v *Visit, d *Decision, keys *to
 	}
 	d.Clean = v.Page
 	return true
+}
+
+// giveUpOwnPlace lets go of the place the device that took a moved place held of
+// its own, if any (its cookie names another id than the place it took): a device is
+// one visitor, and its cookie is about to name the moved place, so its own would
+// only stand in line for nobody until queue_ttl. A store error is only logged: the
+// place then lapses as an abandoned one does.
+func (rm *Room) giveUpOwnPlace(ctx context.Context, v *Visit, keys *token.Keyring, moved, to queue.VisitorID) {
+	own, ok := keys.Open(v.Cookie, v.Now)
+	if !ok || own.ID == moved || own.ID == to {
+		return
+	}
+	left, err := rm.cfg.Store.Leave(ctx, own.ID)
+	if err != nil {
+		rm.storeError("leave", err)
+		return
+	}
+	if left {
+		rm.forgetTouched(own.ID)
+		rm.hub.Lose(own.ID)
+	}
 }
 
 // decideMoved decides on a visitor whose admitted cookie the store no longer
