@@ -50,19 +50,29 @@ func asksHandoff(r *http.Request) bool {
 	return len(vs) > 0 && strings.EqualFold(strings.TrimSpace(vs[0]), "new")
 }
 
-// crossSiteAsk reports whether a request for a code comes from another site's page
-// (or another origin of this site): its Origin names another host, or the browser
-// says in Sec-Fetch-Site that the page asking is not this origin. A request with
-// neither (not a browser: a JSON client) is not.
-func crossSiteAsk(r *http.Request) bool {
+// fromAnotherSite reports whether r was sent from another site's page, or another
+// origin of this site: a request for a code (which only the room's own page makes)
+// and a link that presents one (which another site can make a visitor follow) are
+// both refused then (internal/room/handoff.go). The browser says where a request
+// comes from in Sec-Fetch-Site: anything but this origin ("same-origin") or the
+// visitor's own hand ("none": a typed, pasted or scanned address) is another site.
+// A browser that does not send it is judged by the Origin, else the Referer, it
+// names. A request with none of these (not a browser: a JSON client) is not from
+// another site; a web page cannot make a browser send such a request.
+func fromAnotherSite(r *http.Request) bool {
 	if push.CrossOrigin(r) {
 		return true
 	}
-	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin", "none":
+	if site, ok := r.Header["Sec-Fetch-Site"]; ok {
+		s := strings.ToLower(strings.Join(site, ","))
+		return s != "same-origin" && s != "none"
+	}
+	referer := r.Header.Get("Referer")
+	if referer == "" {
 		return false
 	}
-	return true
+	u, err := url.Parse(referer)
+	return err != nil || !strings.EqualFold(r.Host, u.Host)
 }
 
 // serveHandoff answers a request for a code with the code's link, on this site, to

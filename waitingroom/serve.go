@@ -49,8 +49,8 @@ func (h *Handler) factsOf(r *http.Request, facts *room.Visit) {
 	switch {
 	case facts.Socket:
 		facts.CrossSite = push.CrossOrigin(r)
-	case facts.HandoffNew:
-		facts.CrossSite = crossSiteAsk(r)
+	case facts.HandoffNew || handoffInQuery:
+		facts.CrossSite = fromAnotherSite(r) // handoff.go
 	}
 	if h.PerIP != nil {
 		facts.Addr = clientAddr(r)

@@ -12,7 +12,8 @@ import (
 // A queued page offers to continue on another device, with the QR code's image and
 // the link's field labelled for a screen reader; a page whose place moved says so in
 // the visitor's language and offers nothing at all (no script, no button, no link
-// that would join or rejoin); a visitor whose code did not hold is told so.
+// that would join or rejoin); a visitor whose code did not hold is told so, and one
+// who followed another site's link that it kept its place.
 func TestPageHandoffStates(t *testing.T) {
 	for _, lang := range Languages() {
 		T := Messages(lang)
@@ -44,6 +45,13 @@ func TestPageHandoffStates(t *testing.T) {
 		invalid.Handoff = "invalid"
 		if out := render(t, DefaultTemplate(), invalid); !strings.Contains(out, T["handoff_invalid"]) {
 			t.Errorf("%s: the page of a visitor whose code did not hold does not say so", lang)
+		}
+
+		refused := samplePageFor(lang)
+		refused.Handoff = "refused"
+		out = render(t, DefaultTemplate(), refused)
+		if T["handoff_refused"] == "" || !strings.Contains(out, T["handoff_refused"]) || strings.Contains(out, T["handoff_invalid"]) {
+			t.Errorf("%s: the page of a visitor who kept its place against another site's link does not say so", lang)
 		}
 	}
 }

@@ -31,7 +31,8 @@ type View struct {
 	// expired, forged, of another room); absent otherwise.
 	Pass string `json:"pass,omitempty"`
 	// Handoff is "invalid" when the visitor presented a hand-off code that did not
-	// hold (used, expired, forged, of another room); absent otherwise.
+	// hold (used, expired, forged, of another room), "refused" when another site's
+	// link presented it to a device that keeps its own place; absent otherwise.
 	Handoff string `json:"handoff,omitempty"`
 	// Reason says why a visitor who had been let in is queued anew: "session_max"
 	// (their time ran out). Absent otherwise.

@@ -32,8 +32,8 @@ type Visit struct {
 	// Preflight says the request is a CORS preflight: nobody's visit.
 	Preflight bool
 	// Handoff is the hand-off code the request presents, taken out of it; HandoffNew
-	// says the request asks for a code for its own place, and then CrossSite that
-	// another site's page asks (handoff.go).
+	// says the request asks for a code for its own place. With either, CrossSite says
+	// another site's page sent the request (handoff.go).
 	Handoff    string
 	HandoffNew bool
 	// Key is the visitor's key (the room's key placeholder), empty when unkeyed.
@@ -100,10 +100,12 @@ type Decision struct {
 	CrossSite  bool
 	// Handoff is the code minted for the visitor's place when the request asked for
 	// one, valid until HandoffExpires; HandoffInvalid says the code the request
-	// presented did not hold (handoff.go).
+	// presented did not hold, and HandoffRefused that it came from another site to
+	// a device that holds a place, which keeps it (handoff.go).
 	Handoff        string
 	HandoffExpires time.Time
 	HandoffInvalid bool
+	HandoffRefused bool
 }
 
 // setCookie seals tok into the decision's cookie.
@@ -337,8 +339,11 @@ func (rm *Room) Tell(d *Decision, now time.Time) page.View {
 	if d.PassInvalid {
 		v.Pass = "invalid"
 	}
-	if d.HandoffInvalid {
+	switch {
+	case d.HandoffInvalid:
 		v.Handoff = "invalid"
+	case d.HandoffRefused:
+		v.Handoff = "refused"
 	}
 	return v
 }

@@ -33,6 +33,14 @@ import (
 // device gets a cookie for the same id, and every device presenting the key stays the
 // same person.
 //
+// Another site can link a visitor to a code it got for its own place: a link is a
+// navigation, which any page may start. A device that holds a place of its own
+// (queued or admitted) and follows a link from another site's page (Visit.CrossSite)
+// does not take the code: the code is not spent, the device keeps its place and is
+// told so (Decision.HandoffRefused). The visitor's own hand moves a place: the code
+// scanned or pasted into the address bar, which the browser says is no site's. A
+// device with no place takes a code from any link: it has nothing to lose.
+//
 // A code that does not hold (forged, cut, oversized, another room's, expired, used,
 // or for a place that is gone) is ignored with a note (Decision.HandoffInvalid): the
 // request is decided as if it had none, which for a device with no cookie makes an
@@ -64,6 +72,10 @@ func (rm *Room) takeHandoff(ctx context.Context, v *Visit, d *Decision, keys *to
 	}
 	if !ok {
 		d.HandoffInvalid = true
+		return false
+	}
+	if v.CrossSite && rm.holdsPlace(ctx, v, keys) {
+		d.HandoffRefused = true
 		return false
 	}
 	first, err := rm.cfg.Store.Once(ctx, "handoff:"+h.NonceString(), h.Expires)
@@ -109,6 +121,22 @@ func (rm *Room) takeHandoff(ctx context.Context, v *Visit, d *Decision, keys *to
 	}
 	d.Clean = v.Page
 	return true
+}
+
+// holdsPlace reports whether the request's cookie names a place the store holds,
+// queued or admitted. A store that cannot say is taken to hold it: the request is
+// then decided without the code, and the code is kept for a request that can.
+func (rm *Room) holdsPlace(ctx context.Context, v *Visit, keys *token.Keyring) bool {
+	own, ok := keys.Open(v.Cookie, v.Now)
+	if !ok {
+		return false
+	}
+	st, err := rm.cfg.Store.Status(ctx, own.ID, v.Now)
+	if err != nil {
+		rm.storeError("status", err)
+		return true
+	}
+	return st.State == queue.Queued || st.State == queue.Admitted
 }
 
 // giveUpOwnPlace lets go of the place the device that took a moved place held of
@@ -173,11 +201,11 @@ func (rm *Room) mintHandoff(v *Visit, d *Decision) {
 }
 
 // cleanHandoff sends a browser let in with a code in its address that did not hold
-// to the address without it before the shop's page loads: the shop's page would keep
+// (or was refused) to the address without it before the shop's page loads: the shop's page would keep
 // it in the address bar and its history. A waiting page keeps the address and says
-// the code did not hold; its script takes the code out of the address bar.
+// the code did not hold, or was refused; its script takes the code out of the address bar.
 func (rm *Room) cleanHandoff(v *Visit, d *Decision) {
-	if d.HandoffInvalid && v.Page && d.Outcome == Admitted {
+	if (d.HandoffInvalid || d.HandoffRefused) && v.Page && d.Outcome == Admitted {
 		d.Clean = true
 	}
 }
