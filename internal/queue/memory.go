@@ -328,6 +328,7 @@ func (s *MemoryStore) Reset(context.Context) error {
 	s.pass = passLane{next: s.pass.next}
 	clear(s.expected)
 	s.expected = s.expected[:0]
+	s.moved = movedMarks{}
 	return nil
 }
 

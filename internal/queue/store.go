@@ -97,8 +97,9 @@ type Store interface {
 	// whether this call shuffled.
 	Shuffle(ctx context.Context, key string) (bool, error)
 
-	// Reset empties the queue and the active set. Counters and the secret are kept, and
-	// tickets keep growing, so a cookie from before the reset is simply unknown.
+	// Reset empties the queue and the active set, and forgets the ids whose places
+	// moved (Move). Counters and the secret are kept, and tickets keep growing, so a
+	// cookie from before the reset is simply unknown.
 	Reset(ctx context.Context) error
 
 	// Overrides returns the room's runtime settings document (set through the admin

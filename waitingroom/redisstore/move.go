@@ -16,7 +16,9 @@ import (
 // room's sets, and the id that gave it away is marked with a key of its own,
 // waiting_room:{<room>}:moved:<hex id>, in the room's slot, that Redis expires at the
 // end of the keep: nothing sweeps the marks, and a room costs nothing for them while
-// nobody moves. status.lua reads the mark only for an id it does not otherwise know,
+// nobody moves. A mark holds the count of the room's resets when it was made, and
+// counts only while that count stands: a reset, which cannot find the marks, ends
+// them all by counting one more. status.lua reads the mark only for an id it does not otherwise know,
 // so a known visitor's status costs nothing more. meta's handoffs counts the moves,
 // and the ids that moved away are published on waiting_room:{<room>}:moved, as the
 // admitted ones are on :admitted (queue.MoveAnnouncer).

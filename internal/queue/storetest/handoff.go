@@ -237,3 +237,31 @@ func RunHandoffOnce(t *testing.T, open OpenShared) {
 		t.Fatalf("Stats = %+v; want 1 waiting, 1 hand-off", got)
 	}
 }
+
+// Reset empties the room of the places that moved too: an id that gave its place away
+// reads Unknown afterwards (its device is a new visitor like anyone's), whether the
+// place was a waiter's or a session, and a move after the reset marks its id anew.
+func testResetForgetsMoves(t *testing.T, open Open) {
+	r := newRoom(t, open)
+	lim := limits(1)
+	holder := r.fill(t0, lim)
+	w, _ := r.queueShown(1, t0, lim)
+	now := t0.Add(time.Second)
+	for _, from := range []queue.VisitorID{holder[0], w[0]} {
+		if _, ok := r.move(from, queue.NewVisitorID(), now, lim); !ok {
+			t.Fatalf("moving %s refused", from)
+		}
+		r.wantState(from, now, queue.Moved)
+	}
+	if err := r.s.Reset(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.wantState(holder[0], now, queue.Unknown)
+	r.wantState(w[0], now, queue.Unknown)
+
+	again := r.fill(now, lim)
+	if _, ok := r.move(again[0], queue.NewVisitorID(), now, lim); !ok {
+		t.Fatal("a move after the reset refused")
+	}
+	r.wantState(again[0], now, queue.Moved)
+}

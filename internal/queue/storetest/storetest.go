@@ -89,6 +89,7 @@ func Run(t *testing.T, open Open) {
 		{"MoveKeepsTheSession", testMoveKeepsTheSession},
 		{"MoveOfNothingIsRefused", testMoveOfNothingIsRefused},
 		{"MoveKeepsAwayAndArrival", testMoveKeepsAwayAndArrival},
+		{"ResetForgetsMoves", testResetForgetsMoves},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })

@@ -4,8 +4,9 @@
 -- session), and arrive and arrive_tickets (the arrival still owed). A waiter's holder
 -- is cleared, so the device that gave it away keeps it present no longer, and its
 -- bucket watches it again; the new device is heard now. from's mark, KEYS[17],
--- expires on its own at the end of the keep, and from is published on the channel,
--- so every instance tells the sockets it holds for from that the place is gone.
+-- expires on its own at the end of the keep, and holds meta's resets so that a reset
+-- ends it sooner (status.lua). from is published on the channel, so every instance
+-- tells the sockets it holds for from that the place is gone.
 --
 -- KEYS[1..16]  the room's keys (prelude.lua)
 -- KEYS[17]     from's mark, waiting_room:{<room>}:moved:<hex id>, in the room's slot
@@ -31,7 +32,7 @@ local function rekey(set, score)
   redis.call('ZADD', set, score, to)
 end
 local function mark()
-  redis.call('SET', KEYS[17], '1', 'PX', math.max(keep, 1))
+  redis.call('SET', KEYS[17], redis.call('HGET', meta, 'resets') or '0', 'PX', math.max(keep, 1))
   redis.call('HINCRBY', meta, 'handoffs', 1)
   redis.call('PUBLISH', channel, from)
 end

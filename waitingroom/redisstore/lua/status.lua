@@ -14,7 +14,9 @@ local id, now = ARGV[1], tonumber(ARGV[2])
 if redis.call('ZSCORE', active, id) then return {2, 0, 0, 0, redis.call('ZCARD', active), present_count()} end
 local t = redis.call('ZSCORE', queue, id)
 if not t then
-  if redis.call('EXISTS', KEYS[17]) == 1 then return {4, 0, 0, 0, 0, 0} end
+  -- A mark counts only if no reset came since it was made (reset.lua).
+  local mark = redis.call('GET', KEYS[17])
+  if mark and mark == (redis.call('HGET', meta, 'resets') or '0') then return {4, 0, 0, 0, 0, 0} end
   return {0, 0, 0, 0, 0, 0}
 end
 return queued_status(tonumber(t), now)
