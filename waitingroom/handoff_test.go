@@ -140,7 +140,7 @@ func TestInvalidHandoffCodesAreOrdinaryVisitors(t *testing.T) {
 }
 
 // A code is asked for from the room's own page only: another site's page (its
-// Origin, or the browser's Sec-Fetch-Site) is refused before anything is stored or
+// Origin, the browser's Sec-Fetch-Site, or else its Referer) is refused before anything is stored or
 // minted, while a JSON client (neither header) and the page itself are answered.
 func TestHandoffAskedCrossSiteIsRefused(t *testing.T) {
 	tr := newRoomWith(t, func(h *Handler) {})
@@ -150,6 +150,7 @@ func TestHandoffAskedCrossSiteIsRefused(t *testing.T) {
 		{"Sec-Fetch-Site", "cross-site"},
 		{"Sec-Fetch-Site", "same-site"},
 		{"Origin", "https://evil.example", "Sec-Fetch-Site", "same-origin"},
+		{"Referer", "https://evil.example/page"},
 	} {
 		w, _, _ := tr.handoffRequest("http://shop.example/tickets", waiters[0], append([]string{handoffHeader, "new", "Accept", "application/json"}, hs...)...)
 		if w.Code != http.StatusForbidden || strings.Contains(w.Body.String(), handoffParam) {
