@@ -200,10 +200,11 @@ func (rm *Room) mintHandoff(v *Visit, d *Decision) {
 	d.Handoff, d.HandoffExpires = keys.MintHandoff(h), h.Expires
 }
 
-// cleanHandoff sends a browser let in with a code in its address that did not hold
-// (or was refused) to the address without it before the shop's page loads: the shop's page would keep
-// it in the address bar and its history. A waiting page keeps the address and says
-// the code did not hold, or was refused; its script takes the code out of the address bar.
+// cleanHandoff sends a browser let in with a code in its address that did not hold,
+// or was refused, to the address without it before the shop's page loads: the shop's
+// page would keep it in the address bar and its history. A waiting page keeps the
+// address and says the code did not hold, or was refused; its script takes the code
+// out of the address bar.
 func (rm *Room) cleanHandoff(v *Visit, d *Decision) {
 	if (d.HandoffInvalid || d.HandoffRefused) && v.Page && d.Outcome == Admitted {
 		d.Clean = true
