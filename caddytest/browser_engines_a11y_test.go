@@ -13,8 +13,9 @@ import (
 // rules carry its own tag).
 const axeTags = `["wcag2a","wcag2aa","wcag21a","wcag21aa","wcag22aa"]`
 
-// The waiting page (queued) and the operators' dashboard pass axe-core's WCAG 2.2 A
-// and AA rules in every engine, light and dark: contrast is checked in both schemes.
+// The waiting page (queued, and with the hand-off's QR code and link shown) and the
+// operators' dashboard pass axe-core's WCAG 2.2 A and AA rules in every engine, light
+// and dark: contrast is checked in both schemes.
 func TestEnginesAccessibility(t *testing.T) {
 	src, err := os.ReadFile(filepath.Join("testdata", "axe", "axe.min.js"))
 	if err != nil {
@@ -29,6 +30,12 @@ func TestEnginesAccessibility(t *testing.T) {
 				p.navigate(liveBase + "/tickets")
 				engineShowing(t, p, "wr-position", "3")
 				checkAxe(t, p, string(src), "the waiting page")
+				engineEval[bool](t, p, `(function(){document.getElementById("wr-handoff").click();return true})()`)
+				eventually(t, p.name()+": the hand-off link and QR code", func() (bool, string) {
+					raw, err := p.evalJSON(`(function(){var q=document.getElementById("wr-handoff-qr");return document.getElementById("wr-handoff-link").value!==""&&q.complete&&q.naturalWidth>0})()`)
+					return err == nil && string(raw) == "true", fmt.Sprintf("%s (%v)", raw, err)
+				})
+				checkAxe(t, p, string(src), "the waiting page with the hand-off shown")
 
 				p.navigate("http://localhost:9081/waiting_room/dashboard")
 				card := fmt.Sprintf(`document.querySelector('[data-room=%q]')`, room)

@@ -182,7 +182,7 @@ func TestBrowserPageIsAccessibleAndSelfContained(t *testing.T) {
 	// Controls and the live region, before and after "leave the queue" opens its
 	// question; focus moves into the question and back.
 	names, live := b.controls()
-	if names["Leave the queue"] != "button" || names["Notify me when it's my turn"] != "button" || names["Your progress through the line"] != "progressbar" {
+	if names["Leave the queue"] != "button" || names["Notify me when it's my turn"] != "button" || names["Continue on another device"] != "button" || names["Your progress through the line"] != "progressbar" {
 		t.Errorf("controls %v", names)
 	}
 	if len(live) != 1 || live[0] != "status polite" {
@@ -212,9 +212,9 @@ func TestBrowserPageIsAccessibleAndSelfContained(t *testing.T) {
 	}
 
 	// Keyboard focus is visible: Tab from the heading reaches the opt-in to be told,
-	// then the leave button.
+	// then "Continue on another device", then the leave button.
 	eval[chromedp.Void](b, `document.querySelector("#wr-queued h1").focus()`)
-	for _, want := range []string{"wr-notify", "wr-leave"} {
+	for _, want := range []string{"wr-notify", "wr-handoff", "wr-leave"} {
 		b.do(chromedp.KeyEvent(kb.Tab))
 		focus := eval[[]string](b, `(function(){var e=document.activeElement,s=getComputedStyle(e);return [e.id,s.outlineStyle,s.outlineWidth]})()`)
 		if focus[0] != want || focus[1] == "none" || focus[2] == "0px" {

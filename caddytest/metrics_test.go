@@ -26,6 +26,7 @@ var roomFamilies = []string{
 	"caddy_waiting_room_upstream_failed_total",
 	"caddy_waiting_room_adapt_latency_target_seconds",
 	"caddy_waiting_room_no_shows_total",
+	"caddy_waiting_room_handoffs_total",
 }
 
 // roomSeries lists the families in which /metrics has a series of the room.

@@ -30,6 +30,7 @@ var metrics struct {
 	failed    *prometheus.CounterVec
 	target    *prometheus.GaugeVec
 	noShows   *prometheus.CounterVec // arrive.go
+	handoffs  *prometheus.CounterVec // handoff.go
 }
 
 func initMetrics() {
@@ -50,6 +51,7 @@ func initMetrics() {
 		metrics.queued = counter("queued_total", "Visitors this instance put in the queue.")
 		metrics.abandoned = counter("abandoned_total", "Waiters who left the queue, or whose place was dropped after away_ttl (queue_ttl when away_ttl is 0) of silence, as seen by this instance.")
 		metrics.noShows = noShowsCounter(ns, sub, labels)
+		metrics.handoffs = handoffsCounter(ns, sub, labels)
 		metrics.wait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: ns, Subsystem: sub, Name: "wait_seconds",
 			Help:    "How long admitted waiters waited in the queue.",
@@ -71,6 +73,7 @@ type roomMetrics struct {
 	failed                      prometheus.Counter
 	target                      prometheus.Gauge
 	noShows                     prometheus.Counter
+	handoffs                    prometheus.Counter
 }
 
 func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, error) {
@@ -78,7 +81,7 @@ func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, e
 	if registry != nil {
 		for _, c := range []prometheus.Collector{metrics.active, metrics.waiting, metrics.away, metrics.capacity,
 			metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait, metrics.ttfb, metrics.failed, metrics.target,
-			metrics.noShows} {
+			metrics.noShows, metrics.handoffs} {
 			// Several rooms in one config register the same collectors: that is fine.
 			if err := registry.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 				return nil, fmt.Errorf("registering metrics: %w", err)
@@ -99,6 +102,7 @@ func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, e
 		failed:    metrics.failed.WithLabelValues(room),
 		target:    metrics.target.WithLabelValues(room),
 		noShows:   metrics.noShows.WithLabelValues(room),
+		handoffs:  metrics.handoffs.WithLabelValues(room),
 	}, nil
 }
 
@@ -112,7 +116,7 @@ func deleteRoomMetrics(room string) {
 	initMetrics()
 	for _, v := range []interface{ DeleteLabelValues(...string) bool }{metrics.active, metrics.waiting,
 		metrics.away, metrics.capacity, metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait,
-		metrics.failed, metrics.target, metrics.noShows} {
+		metrics.failed, metrics.target, metrics.noShows, metrics.handoffs} {
 		v.DeleteLabelValues(room)
 	}
 	metrics.ttfb.delete(room)

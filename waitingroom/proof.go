@@ -89,6 +89,7 @@ func (h *Handler) seeClean(w http.ResponseWriter, r *http.Request) error {
 	}
 	query, _, _ := withoutParam(u.RawQuery, proofParam)
 	query, _, _ = withoutParam(query, passParam)
+	query, _, _ = withoutParam(query, handoffParam)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Location", sameSiteTarget(u.EscapedPath(), query))
 	w.WriteHeader(http.StatusSeeOther)

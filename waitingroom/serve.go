@@ -33,6 +33,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 // the request: it never goes upstream, whoever sends it (pass.go, proof.go).
 func (h *Handler) factsOf(r *http.Request, facts *room.Visit) {
 	proof := takeProof(r)
+	handoff, handoffInQuery := takeHandoff(r) // handoff.go
 	*facts = room.Visit{
 		Now:            h.clock.Now(),
 		Cookie:         h.Cookie.Value(r),
@@ -41,11 +42,16 @@ func (h *Handler) factsOf(r *http.Request, facts *room.Visit) {
 		ProofInAddress: proof.inQuery,
 		Socket:         push.IsWaitingSocket(r),
 		Preflight:      isPreflight(r),
-		Page:           proof.inQuery && wantsPage(r),
+		Page:           (proof.inQuery || handoffInQuery) && wantsPage(r),
+		Handoff:        handoff,
+		HandoffNew:     asksHandoff(r),
 		Key:            h.keyOf(r), // key.go
 	}
-	if facts.Socket {
+	switch {
+	case facts.Socket:
 		facts.CrossSite = push.CrossOrigin(r)
+	case facts.HandoffNew || handoffInQuery:
+		facts.CrossSite = fromAnotherSite(r) // handoff.go
 	}
 	if h.PerIP != nil {
 		facts.Addr = clientAddr(r)
@@ -63,6 +69,8 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.
 			return h.seeClean(w, r)
 		case d.TellSocket:
 			return h.room.TellAdmitted(w, r)
+		case d.Handoff != "":
+			return h.serveHandoff(w, r, d, "admitted")
 		}
 		return h.passAdmitted(w, r, next, v, d.Visitor, d.Cookie() != nil, facts.Now)
 	case room.Queued:
@@ -75,14 +83,22 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.
 				return tooMany(w, time.Duration(d.Settings.RefreshSeconds())*time.Second)
 			}
 			return err
+		case d.Handoff != "":
+			return h.serveHandoff(w, r, d, "queued")
 		}
+		return h.respond(w, r, h.StatusCode, h.room.Tell(d, facts.Now), d.Settings)
+	case room.Moved:
 		return h.respond(w, r, h.StatusCode, h.room.Tell(d, facts.Now), d.Settings)
 	case room.Challenged:
 		return h.serveChallenge(w, r, d.Challenge, d.Difficulty)
 	case room.Rejected:
 		if d.CrossSite {
 			w.Header().Set("Cache-Control", "no-store")
-			http.Error(w, "cross-origin WebSocket refused", http.StatusForbidden)
+			what := "cross-origin WebSocket refused"
+			if facts.HandoffNew {
+				what = "cross-site hand-off request refused"
+			}
+			http.Error(w, what, http.StatusForbidden)
 			return nil
 		}
 		return h.respond(w, r, h.RejectStatusCode, h.room.Tell(d, facts.Now), d.Settings)

@@ -225,7 +225,8 @@ func TestReloadTargetIsThePagesOwnURL(t *testing.T) {
 		t.Fatal("the waiting page has no script")
 	}
 	script := body[start:]
-	if !strings.Contains(script, `var url = location.href.split("#")[0].replace(/([?&])waiting_room_pass=[^&]*(&|$)/, function (m, a, b) { return b ? a : ""; });`) ||
+	if !strings.Contains(script, `function strip(u, name) { return u.replace(new RegExp("([?&])" + name + "=[^&]*(&|$)"), function (m, a, b) { return b ? a : ""; }); }`) ||
+		!strings.Contains(script, `var url = strip(strip(location.href.split("#")[0], "waiting_room_pass"), "waiting_room_handoff");`) ||
 		!strings.Contains(script, `var wsURL = url.replace(/^http/, "ws")`) {
 		t.Fatal("the page's URL no longer comes from location.href: check where it comes from and update this test")
 	}

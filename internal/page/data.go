@@ -30,7 +30,7 @@ import (
 type Data struct {
 	Room            string            // room name
 	Lang            string            // chosen language tag, one of Languages()
-	State           string            // "queued" (normal), "prequeue" (queued before a scheduled event starts), "rejected" (reject mode: sold out, come back later) or "unavailable" (the store is down and the room fails closed)
+	State           string            // "queued" (normal), "prequeue" (queued before a scheduled event starts), "rejected" (reject mode: sold out, come back later), "unavailable" (the store is down and the room fails closed) or "moved" (the place moved to another device: nothing to do here)
 	Mode            string            // the room's mode now: fifo, random, passthrough, reject, queue_all
 	StartsInSeconds int               // "prequeue": seconds until the event starts
 	Lottery         bool              // "prequeue": the order is drawn at random at the start, so arriving early gives no advantage
@@ -47,6 +47,7 @@ type Data struct {
 	Returned        bool              // this answer found the waiter away and brought them back to the place they kept
 	Missed          bool              // with Returned: their turn came while they were away (they did not come in within arrive_ttl), and they go in first
 	Reason          string            // why a visitor let in before is in line again: "session_max" (their time ran out), else ""
+	Handoff         string            // "invalid": the hand-off code the visitor opened did not hold, and they are an ordinary new visitor; "refused": the link came from another site, and they keep their own place; else ""
 	Nonce           string            // CSP nonce for the inline <script> and <style>
 	T               map[string]string // translated strings for Lang (from Messages)
 }

@@ -6,7 +6,7 @@ package page
 type View struct {
 	Type           string `json:"type,omitempty"` // "position" on the WebSocket only
 	Room           string `json:"room"`
-	Status         string `json:"status"` // "queued", "rejected" or "unavailable"
+	Status         string `json:"status"` // "queued", "rejected", "unavailable" or "moved"
 	Position       int    `json:"position,omitempty"`
 	Waiting        int    `json:"waiting"`
 	Active         int    `json:"active"`
@@ -30,6 +30,10 @@ type View struct {
 	// Pass is "invalid" when the visitor presented a pass that did not hold (used up,
 	// expired, forged, of another room); absent otherwise.
 	Pass string `json:"pass,omitempty"`
+	// Handoff is "invalid" when the visitor presented a hand-off code that did not
+	// hold (used, expired, forged, of another room), "refused" when another site's
+	// link presented it to a device that keeps its own place; absent otherwise.
+	Handoff string `json:"handoff,omitempty"`
 	// Reason says why a visitor who had been let in is queued anew: "session_max"
 	// (their time ran out). Absent otherwise.
 	Reason string `json:"reason,omitempty"`
@@ -59,6 +63,7 @@ func (v *View) Data(lang, mode, nonce string) Data {
 		Returned:       v.Returned,
 		Missed:         v.Missed,
 		Reason:         v.Reason,
+		Handoff:        v.Handoff,
 		Nonce:          nonce,
 	}
 	if v.ETASeconds != nil {

@@ -52,6 +52,10 @@ func (v *View) AppendJSON(dst []byte) []byte {
 		dst = append(dst, `,"pass":`...)
 		dst = appendJSONString(dst, v.Pass)
 	}
+	if v.Handoff != "" {
+		dst = append(dst, `,"handoff":`...)
+		dst = appendJSONString(dst, v.Handoff)
+	}
 	if v.Reason != "" {
 		dst = append(dst, `,"reason":`...)
 		dst = appendJSONString(dst, v.Reason)

@@ -128,6 +128,19 @@ func (hb *Hub) admitted(ids []queue.VisitorID) {
 	}
 }
 
+// Lose tells id's sockets on this instance that the place is lost (it moved to
+// another device): each is closed as a lost place's is, and its page reloads to be
+// told why.
+func (hb *Hub) Lose(id queue.VisitorID) { hb.each(id, (*socket).lose) }
+
+// moved is the store's announcement of places moved to another device (from any
+// instance): the sockets of the ids that gave them away are told they are lost.
+func (hb *Hub) moved(ids []queue.VisitorID) {
+	for _, id := range ids {
+		hb.Lose(id)
+	}
+}
+
 // CloseAll ends every socket with a reconnect hint (the config is going away; the page
 // reconnects to the new one and keeps its place).
 func (hb *Hub) CloseAll() {
@@ -173,6 +186,9 @@ func (hb *Hub) Run(ctx context.Context) {
 	defer fetches.Wait()
 	cancel := hb.store.Subscribe(hb.admitted)
 	defer cancel()
+	if mv, ok := hb.store.(queue.MoveAnnouncer); ok {
+		defer mv.SubscribeMoved(hb.moved)()
+	}
 	tick := time.NewTicker(resendEvery)
 	defer tick.Stop()
 	var p pushRound

@@ -63,6 +63,11 @@ type MemoryStore struct {
 	passes       map[string]*memPass
 	passesPruned int64
 
+	// moved are the ids that gave their places to another device, and handoffs
+	// counts the moves (memory_move.go).
+	moved    movedMarks
+	handoffs uint64
+
 	subsMu  sync.Mutex
 	subs    map[int]func([]VisitorID)
 	nextSub int
@@ -124,7 +129,7 @@ func (s *MemoryStore) Status(_ context.Context, id VisitorID, now time.Time) (St
 	defer s.mu.Unlock()
 	v := s.visitors[id]
 	if v == nil {
-		return Status{}, nil
+		return s.movedStatusLocked(id, now), nil
 	}
 	return s.statusLocked(v, now), nil
 }
@@ -325,6 +330,7 @@ func (s *MemoryStore) Reset(context.Context) error {
 	s.pass = passLane{next: s.pass.next}
 	clear(s.expected)
 	s.expected = s.expected[:0]
+	s.moved = movedMarks{}
 	return nil
 }
 
@@ -370,7 +376,8 @@ func (s *MemoryStore) Positions(_ context.Context, tickets []uint64, out []int) 
 func (s *MemoryStore) Stats(context.Context) (Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Active: s.active.len, Waiting: s.waiting, Away: s.away, AdmittedTotal: s.admittedTotal, NoShows: s.noShows}, nil
+	return Stats{Active: s.active.len, Waiting: s.waiting, Away: s.away, AdmittedTotal: s.admittedTotal, NoShows: s.noShows,
+		Handoffs: s.handoffs}, nil
 }
 
 func (s *MemoryStore) Secret(_ context.Context, candidate []byte) ([]byte, error) {

@@ -46,6 +46,18 @@ type Store interface {
 	// then treats the request as a new visitor.
 	Touch(ctx context.Context, id VisitorID, now time.Time) (bool, error)
 
+	// Move gives visitor from's place to visitor to (a fresh id the caller minted), in
+	// one atomic step: the same ticket and position, pass lane, away state and
+	// arrival, or the same admitted session, now held by to, and from no longer
+	// holds anything. It leaves a mark for from, kept as long as the place could
+	// live (Limits.Keep, SessionTTL, SessionMax, whichever is longest), so that
+	// Status(from) says Moved rather than Unknown and the device that held it can be
+	// told why. It reports the place as to now holds it (a waiter is heard from, like
+	// Status) and true; false, moving nothing, when from holds no place (unknown,
+	// expired, moved already) or to is known. Counters other than Stats.Handoffs do
+	// not change: nobody joined or left. See internal/room/handoff.go.
+	Move(ctx context.Context, from, to VisitorID, now time.Time, lim Limits) (Status, bool, error)
+
 	// Heartbeat marks waiters as heard from now, in one batch (the WebSocket hub calls it
 	// for all waiters connected to this instance), bringing back any who were away.
 	// Unknown ids are ignored.
@@ -85,8 +97,9 @@ type Store interface {
 	// whether this call shuffled.
 	Shuffle(ctx context.Context, key string) (bool, error)
 
-	// Reset empties the queue and the active set. Counters and the secret are kept, and
-	// tickets keep growing, so a cookie from before the reset is simply unknown.
+	// Reset empties the queue and the active set, and forgets the ids whose places
+	// moved (Move). Counters and the secret are kept, and tickets keep growing, so a
+	// cookie from before the reset is simply unknown.
 	Reset(ctx context.Context) error
 
 	// Overrides returns the room's runtime settings document (set through the admin
@@ -223,6 +236,10 @@ const (
 	// Rejected is Join's answer under Limits.NoQueue to a visitor it could not admit:
 	// the store keeps nothing about them.
 	Rejected
+	// Moved is Status's answer for a visitor whose place was given to another
+	// device (Move): it holds nothing, and is not a new visitor's to join either
+	// (see internal/room/handoff.go).
+	Moved
 )
 
 func (s State) String() string {
@@ -233,6 +250,8 @@ func (s State) String() string {
 		return "admitted"
 	case Rejected:
 		return "rejected"
+	case Moved:
+		return "moved"
 	default:
 		return "unknown"
 	}
@@ -273,4 +292,6 @@ type Stats struct {
 	// NoShows counts every visitor admitted from the queue who did not arrive within
 	// Limits.ArriveTTL and gave the slot back.
 	NoShows uint64
+	// Handoffs counts every place moved to another device (Move).
+	Handoffs uint64
 }

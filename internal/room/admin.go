@@ -77,6 +77,9 @@ type Info struct {
 	// NoShows counts the visitors admitted from the line who did not arrive within
 	// arrive_ttl and gave the slot back (room-wide, since the store began).
 	NoShows uint64 `json:"no_shows"`
+	// Handoffs counts the places moved to another device (room-wide, since the store
+	// began).
+	Handoffs uint64 `json:"handoffs"`
 	// ETASeconds is the estimated wait of someone arriving now (null: no data yet).
 	ETASeconds *int `json:"eta_seconds"`
 	// AdmissionsPerMinute is the measured throughput over the last minutes (null: no
@@ -130,6 +133,7 @@ func (rm *Room) Info(ctx context.Context) (Info, error) {
 		Away:          st.Away,
 		AdmittedTotal: st.AdmittedTotal,
 		NoShows:       st.NoShows,
+		Handoffs:      st.Handoffs,
 		Store:         cfg.StoreType,
 		Configured: Configured{
 			Capacity:    cfg.Capacity,

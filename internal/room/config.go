@@ -152,6 +152,8 @@ type Metrics interface {
 	// NoShows counts visitors admitted from the line whose slots this instance's
 	// steps gave back for not arriving within arrive_ttl.
 	NoShows(n int)
+	// Handoff counts a place this instance gave to another device (handoff.go).
+	Handoff()
 	// Waited records how long an admitted waiter waited in line.
 	Waited(d time.Duration)
 	// Counters are the room-wide counters and the effective capacity, each tick.

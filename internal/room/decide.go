@@ -31,6 +31,11 @@ type Visit struct {
 	Page bool
 	// Preflight says the request is a CORS preflight: nobody's visit.
 	Preflight bool
+	// Handoff is the hand-off code the request presents, taken out of it; HandoffNew
+	// says the request asks for a code for its own place. With either, CrossSite says
+	// another site's page sent the request (handoff.go).
+	Handoff    string
+	HandoffNew bool
 	// Key is who the request is for, when the room has a key (key.go): the resolved
 	// placeholder, "" when it resolved empty or there is none.
 	Key string
@@ -58,6 +63,8 @@ const (
 	// KeyTooLong: the request's key is longer than token.MaxKey; nothing stored or
 	// counted (key.go).
 	KeyTooLong
+	// Moved: the cookie's place moved to another device (handoff.go).
+	Moved
 )
 
 // Decision is what a request gets, with what the module must apply.
@@ -99,6 +106,14 @@ type Decision struct {
 	Keyed    bool
 	keyID    queue.VisitorID
 	hasKeyID bool
+	// Handoff is the code minted for the visitor's place when the request asked for
+	// one, valid until HandoffExpires; HandoffInvalid says the code the request
+	// presented did not hold, and HandoffRefused that it came from another site to
+	// a device that holds a place, which keeps it (handoff.go).
+	Handoff        string
+	HandoffExpires time.Time
+	HandoffInvalid bool
+	HandoffRefused bool
 }
 
 // setCookie seals tok into the decision's cookie.
@@ -121,6 +136,8 @@ func (d *Decision) Cookie() []byte {
 // decision into the response.
 func (rm *Room) Decide(ctx context.Context, v *Visit, d *Decision) {
 	rm.decide(ctx, v, d)
+	rm.mintHandoff(v, d)
+	rm.cleanHandoff(v, d)
 	// The waiting page's socket is the room's, never the shop's, however its visitor
 	// came to be let in: its place may have been lost (a reset, a flushed store), it
 	// may be a stale tab, or the first the room hears of the visitor.
@@ -142,6 +159,10 @@ func (rm *Room) decide(ctx context.Context, v *Visit, d *Decision) {
 		return
 	}
 	if !keyOf(v, d, keys) {
+		return
+	}
+
+	if refusedHandoff(v, d) || v.Handoff != "" && rm.takeHandoff(ctx, v, d, keys) {
 		return
 	}
 
@@ -193,7 +214,8 @@ func (rm *Room) decideAdmitted(ctx context.Context, v *Visit, d *Decision, keys 
 		return true, ""
 	}
 	if !active {
-		if rm.decideNoShow(ctx, v, d, keys, tok) { // arrive.go
+		// The no-show first: its Status brings the waiter back, which says so once.
+		if rm.decideNoShow(ctx, v, d, keys, tok) || rm.decideMoved(ctx, v, d, tok.ID) { // arrive.go, handoff.go
 			return true, ""
 		}
 		// Session lapsed, revoked or removed: a new visitor, at the back.
@@ -232,6 +254,9 @@ func (rm *Room) decideQueued(ctx context.Context, v *Visit, d *Decision, keys *t
 	case queue.Queued:
 		rm.holdPlace(d, keys, tok.ID, tok.Since, now, tok.Pass)
 		rm.queued(v, d, tok.ID, st, "", passNone)
+		return true
+	case queue.Moved:
+		rm.moved(d, tok.ID) // handoff.go
 		return true
 	}
 	return false
@@ -323,11 +348,19 @@ func (rm *Room) Tell(d *Decision, now time.Time) page.View {
 		v.Reason = d.Reason
 	case Rejected:
 		v = rm.rejectedView(d.Settings)
+	case Moved:
+		v = rm.movedView(d.Settings)
 	default:
 		return rm.unavailableView(d.Settings)
 	}
 	if d.PassInvalid {
 		v.Pass = "invalid"
+	}
+	switch {
+	case d.HandoffInvalid:
+		v.Handoff = "invalid"
+	case d.HandoffRefused:
+		v.Handoff = "refused"
 	}
 	return v
 }

@@ -41,6 +41,7 @@ func (noMetrics) Counters(*queue.Stats, int)            {}
 func (noMetrics) Measured(*queue.Sample, time.Duration) {}
 func (noMetrics) LatencyTarget(time.Duration)           {}
 func (noMetrics) NoShows(int)                           {}
+func (noMetrics) Handoff()                              {}
 
 // newTestRoom starts a room of capacity on a memory store, with a clock the test
 // moves; configure may change the configuration before the room is made.

@@ -85,3 +85,20 @@ func TestPassUsesAcrossInstances(t *testing.T) {
 		return stores
 	})
 }
+
+// A hand-off code is used once and its place moved once by three instances, each
+// with its own client, on one redis-server.
+func TestHandoffOnceAcrossInstances(t *testing.T) {
+	srv := testredis.Start(t)
+	mod := provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(5 * time.Second)})
+	storetest.RunHandoffOnce(t, func(t *testing.T, n int) []queue.Store {
+		room := fmt.Sprintf("room-%d", roomSeq.Add(1))
+		stores := make([]queue.Store, n)
+		for i := range stores {
+			shared := newSharedClient(mod.settings.options(), zap.NewNop())
+			t.Cleanup(func() { shared.client.Close() })
+			stores[i] = newRoomStore(shared, mod.Prefix, room, mod.settings.timeout, time.Duration(mod.JoinWait))
+		}
+		return stores
+	})
+}

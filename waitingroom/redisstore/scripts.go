@@ -108,6 +108,7 @@ var (
 	joinScript          = newLuaScript("join.lua", roomPrelude)
 	passJoinScript      = newLuaScript("pass_join.lua", roomPrelude)
 	statusScript        = newLuaScript("status.lua", roomPrelude)
+	moveScript          = newLuaScript("move.lua", roomPrelude)
 	touchScript         = newLuaScript("touch.lua", roomPrelude)
 	heartbeatScript     = newLuaScript("heartbeat.lua", roomPrelude)
 	holdScript          = newLuaScript("hold.lua", roomPrelude)

@@ -30,7 +30,7 @@ import (
 var allScripts = []*luaScript{
 	joinScript, passJoinScript, statusScript, touchScript, heartbeatScript, holdScript,
 	releaseScript, leaveScript, stepScript, shuffleScript, resetScript, positionsScript,
-	statsScript, swapOverridesScript, onceScript, timeScript, reportScript,
+	statsScript, swapOverridesScript, onceScript, timeScript, reportScript, moveScript,
 }
 
 // A script's error names the line of lua/ it came from, whether that line is in the
@@ -425,6 +425,8 @@ func drive(t *testing.T, s *roomStore) {
 	check("Status", err)
 	_, err = s.Touch(ctx, ids[0], now)
 	check("Touch", err)
+	_, _, err = s.Move(ctx, ids[2], queue.NewVisitorID(), now, lim)
+	check("Move", err)
 	check("Heartbeat", s.Heartbeat(ctx, ids, now))
 	check("Hold", s.Hold(ctx, ids, now))
 	check("Release", s.Release(ctx, ids, now))

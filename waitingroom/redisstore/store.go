@@ -94,7 +94,7 @@ func (s *roomStore) runUntil(ctx context.Context, callerDeadline time.Time, scri
 }
 
 func (s *roomStore) Status(ctx context.Context, id queue.VisitorID, now time.Time) (queue.Status, error) {
-	res, err := s.run(ctx, statusScript, id[:], now.UnixMilli()).Int64Slice()
+	res, err := s.runKeys(ctx, s.withMark(id), statusScript, id[:], now.UnixMilli()).Int64Slice()
 	if err != nil {
 		return queue.Status{}, fmt.Errorf("reading visitor status: %w", err)
 	}
@@ -379,11 +379,11 @@ func (s *roomStore) Stats(ctx context.Context) (queue.Stats, error) {
 	if err != nil {
 		return queue.Stats{}, fmt.Errorf("reading room counters: %w", err)
 	}
-	if len(res) != 5 {
+	if len(res) != 6 {
 		return queue.Stats{}, fmt.Errorf("reading room counters: unexpected reply %v", res)
 	}
 	return queue.Stats{Active: int(res[0]), Waiting: int(res[1]), AdmittedTotal: uint64(res[2]), Away: int(res[3]),
-		NoShows: uint64(res[4])}, nil
+		NoShows: uint64(res[4]), Handoffs: uint64(res[5])}, nil
 }
 
 // Secret stores the candidate unless a secret is there already (SET NX GET: one

@@ -23,3 +23,16 @@ func TestMemoryStorePassUses(t *testing.T) {
 		return stores
 	})
 }
+
+// One memory store is one instance: the once-only key and the move are each under a
+// lock.
+func TestMemoryStoreHandoffOnce(t *testing.T) {
+	storetest.RunHandoffOnce(t, func(t *testing.T, n int) []queue.Store {
+		s := queue.NewMemoryStore()
+		stores := make([]queue.Store, n)
+		for i := range stores {
+			stores[i] = s
+		}
+		return stores
+	})
+}

@@ -87,6 +87,11 @@ func Run(t *testing.T, open Open) {
 		{"OnceAcceptsEachKeyOnce", testOnceAcceptsEachKeyOnce},
 		{"OnceUnderConcurrency", testOnceUnderConcurrency},
 		{"ReportsAddUp", testReportsAddUp},
+		{"MoveKeepsTheWaitersPlace", testMoveKeepsTheWaitersPlace},
+		{"MoveKeepsTheSession", testMoveKeepsTheSession},
+		{"MoveOfNothingIsRefused", testMoveOfNothingIsRefused},
+		{"MoveKeepsAwayAndArrival", testMoveKeepsAwayAndArrival},
+		{"ResetForgetsMoves", testResetForgetsMoves},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
