@@ -88,6 +88,37 @@ func newTestRoomWith(t testing.TB, capacity int, configure func(*Handler)) *test
 	return &testRoom{t: t, h: h, clock: h.clock.(*fakeClock)} // configure may share a clock
 }
 
+// requestWith makes one request to target with the cookie and the headers given
+// (name, value pairs), and returns the answer, the cookie it set (or the one sent)
+// and what the upstream saw (nil when it saw nothing).
+func (tr *testRoom) requestWith(target, cookie string, headers ...string) (*httptest.ResponseRecorder, string, *http.Request) {
+	tr.t.Helper()
+	r := httptest.NewRequest(http.MethodGet, target, nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		r.Header.Set(headers[i], headers[i+1])
+	}
+	if cookie != "" {
+		r.Header.Set("Cookie", tr.h.Cookie.Name+"="+cookie)
+	}
+	var seen *http.Request
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		seen = r
+		tr.passed.Add(1)
+		_, err := w.Write([]byte("upstream"))
+		return err
+	})
+	w := httptest.NewRecorder()
+	if err := tr.h.ServeHTTP(w, r, next); err != nil {
+		tr.t.Fatal(err)
+	}
+	for _, c := range w.Result().Cookies() {
+		if c.Name == tr.h.Cookie.Name {
+			cookie = c.Value
+		}
+	}
+	return w, cookie, seen
+}
+
 // visit makes one request with the given cookie ("" for none) and Accept header, and
 // returns the response and the room cookie it set (or the one sent, if none was set).
 func (tr *testRoom) visit(cookie, accept string) (*httptest.ResponseRecorder, string) {

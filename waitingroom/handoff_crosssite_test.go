@@ -36,7 +36,7 @@ var (
 // openLink opens a hand-off link with the cookie and headers given, as a JSON client.
 func (tr *testRoom) openLink(code, cookie string, headers []string) (*httptest.ResponseRecorder, string, *http.Request) {
 	tr.t.Helper()
-	return tr.handoffRequest("http://shop.example/tickets?a=1&"+handoffParam+"="+url.QueryEscape(code), cookie,
+	return tr.requestWith("http://shop.example/tickets?a=1&"+handoffParam+"="+url.QueryEscape(code), cookie,
 		append([]string{"Accept", "application/json"}, headers...)...)
 }
 
@@ -89,7 +89,7 @@ func TestHandoffFromAnotherSiteKeepsASession(t *testing.T) {
 			if tr.tokenOf(cookie).ID != tr.tokenOf(admitted).ID {
 				t.Fatal("the admitted device was given another place")
 			}
-			w, _, seen = tr.handoffRequest("http://shop.example/tickets?a=1&"+handoffParam+"="+url.QueryEscape(code), admitted,
+			w, _, seen = tr.requestWith("http://shop.example/tickets?a=1&"+handoffParam+"="+url.QueryEscape(code), admitted,
 				append([]string{"Accept", "text/html"}, c.headers...)...)
 			if seen != nil || w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/tickets?a=1" {
 				t.Fatalf("an admitted browser: %d to %q, want sent to /tickets?a=1", w.Code, w.Header().Get("Location"))
@@ -157,7 +157,7 @@ func TestHandoffRefusedPage(t *testing.T) {
 	tr := newRoomWith(t, func(h *Handler) {})
 	_, waiters := tr.fill(2)
 	code := codeOf(t, tr.askHandoff(waiters[0]).HandoffURL)
-	w, _, _ := tr.handoffRequest("http://shop.example/tickets?"+handoffParam+"="+url.QueryEscape(code), waiters[1],
+	w, _, _ := tr.requestWith("http://shop.example/tickets?"+handoffParam+"="+url.QueryEscape(code), waiters[1],
 		"Accept", "text/html", "Accept-Language", "fr", "Sec-Fetch-Site", "cross-site")
 	if body := w.Body.String(); !strings.Contains(body, `id="wr-handoff-refused"`) || !strings.Contains(body, "autre site") {
 		t.Fatalf("the page (%d) does not say in French that the link came from another site:\n%s", w.Code, body)

@@ -1,42 +1,16 @@
 package waitingroom
 
 import (
-	"context"
-	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"testing"
-
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // useCodeAs opens a hand-off link as a JSON client of account ("" for none) with
 // cookie, through Caddy's replacer, and returns the answer and the room cookie.
 func (tr *testRoom) useCodeAs(code, account, cookie string) (*httptest.ResponseRecorder, string) {
 	tr.t.Helper()
-	r := httptest.NewRequest(http.MethodGet, "http://shop.example/tickets?"+handoffParam+"="+url.QueryEscape(code), nil)
-	r.Header.Set("Accept", "application/json")
-	if account != "" {
-		r.Header.Set(accountHeader, account)
-	}
-	if cookie != "" {
-		r.Header.Set("Cookie", tr.h.Cookie.Name+"="+cookie)
-	}
-	r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, caddyhttp.NewTestReplacer(r)))
-	w := httptest.NewRecorder()
-	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		_, err := w.Write([]byte("upstream"))
-		return err
-	})
-	if err := tr.h.ServeHTTP(w, r, next); err != nil {
-		tr.t.Fatal(err)
-	}
-	for _, c := range w.Result().Cookies() {
-		if c.Name == tr.h.Cookie.Name {
-			cookie = c.Value
-		}
-	}
+	w, cookie, _ := tr.visitAsAt("http://shop.example/tickets?"+handoffParam+"="+url.QueryEscape(code), account, cookie)
 	return w, cookie
 }
 

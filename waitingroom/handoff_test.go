@@ -24,41 +24,10 @@ type handoffAnswer struct {
 	ExpiresSeconds int    `json:"expires_seconds"`
 }
 
-// handoffRequest makes one request to target with the cookie and the headers given
-// (name, value pairs), and returns the answer, the cookie it set (or the one sent)
-// and what the upstream saw (nil when it saw nothing).
-func (tr *testRoom) handoffRequest(target, cookie string, headers ...string) (*httptest.ResponseRecorder, string, *http.Request) {
-	tr.t.Helper()
-	r := httptest.NewRequest(http.MethodGet, target, nil)
-	for i := 0; i+1 < len(headers); i += 2 {
-		r.Header.Set(headers[i], headers[i+1])
-	}
-	if cookie != "" {
-		r.Header.Set("Cookie", tr.h.Cookie.Name+"="+cookie)
-	}
-	var seen *http.Request
-	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		seen = r
-		tr.passed.Add(1)
-		_, err := w.Write([]byte("upstream"))
-		return err
-	})
-	w := httptest.NewRecorder()
-	if err := tr.h.ServeHTTP(w, r, next); err != nil {
-		tr.t.Fatal(err)
-	}
-	for _, c := range w.Result().Cookies() {
-		if c.Name == tr.h.Cookie.Name {
-			cookie = c.Value
-		}
-	}
-	return w, cookie, seen
-}
-
 // askHandoff asks for a code for cookie's place as a JSON client does.
 func (tr *testRoom) askHandoff(cookie string) handoffAnswer {
 	tr.t.Helper()
-	w, _, seen := tr.handoffRequest("http://shop.example/tickets?a=1", cookie, "Accept", "application/json", handoffHeader, "new")
+	w, _, seen := tr.requestWith("http://shop.example/tickets?a=1", cookie, "Accept", "application/json", handoffHeader, "new")
 	if seen != nil {
 		tr.t.Fatal("a request for a code went to the upstream")
 	}
@@ -83,7 +52,7 @@ func codeOf(t *testing.T, link string) string {
 // device with none).
 func (tr *testRoom) useCode(code, cookie string) (*httptest.ResponseRecorder, string, *http.Request) {
 	tr.t.Helper()
-	return tr.handoffRequest("http://shop.example/tickets?a=1&"+handoffParam+"="+url.QueryEscape(code), cookie, "Accept", "application/json")
+	return tr.requestWith("http://shop.example/tickets?a=1&"+handoffParam+"="+url.QueryEscape(code), cookie, "Accept", "application/json")
 }
 
 // Codes that are forged, cut, oversized, of another room, of another secret, expired,
@@ -152,7 +121,7 @@ func TestHandoffAskedCrossSiteIsRefused(t *testing.T) {
 		{"Origin", "https://evil.example", "Sec-Fetch-Site", "same-origin"},
 		{"Referer", "https://evil.example/page"},
 	} {
-		w, _, _ := tr.handoffRequest("http://shop.example/tickets", waiters[0], append([]string{handoffHeader, "new", "Accept", "application/json"}, hs...)...)
+		w, _, _ := tr.requestWith("http://shop.example/tickets", waiters[0], append([]string{handoffHeader, "new", "Accept", "application/json"}, hs...)...)
 		if w.Code != http.StatusForbidden || strings.Contains(w.Body.String(), handoffParam) {
 			t.Fatalf("asked with %v: %d %q, want 403 and no code", hs, w.Code, w.Body.String())
 		}
@@ -160,7 +129,7 @@ func TestHandoffAskedCrossSiteIsRefused(t *testing.T) {
 	if tr.waiting() != 1 {
 		t.Fatalf("%d waiting after refused requests, want the one", tr.waiting())
 	}
-	w, _, _ := tr.handoffRequest("http://shop.example/tickets", waiters[0], handoffHeader, "new", "Accept", "application/json",
+	w, _, _ := tr.requestWith("http://shop.example/tickets", waiters[0], handoffHeader, "new", "Accept", "application/json",
 		"Sec-Fetch-Site", "same-origin", "Origin", "http://shop.example")
 	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), handoffParam) {
 		t.Fatalf("the page's own request: %d %q, want a code", w.Code, w.Body.String())
@@ -236,7 +205,7 @@ func TestHandoffMovesTheSession(t *testing.T) {
 	if a.Status != "admitted" {
 		t.Fatalf("an admitted visitor's code: %+v", a)
 	}
-	w, moved, _ := tr.handoffRequest(a.HandoffURL, "")
+	w, moved, _ := tr.requestWith(a.HandoffURL, "")
 	if w.Code != http.StatusSeeOther || strings.Contains(w.Header().Get("Location"), handoffParam) {
 		t.Fatalf("a browser opening the link: %d to %q, want sent to the address without the code", w.Code, w.Header().Get("Location"))
 	}
@@ -287,7 +256,7 @@ func TestHandoffCodeNeverReachesTheUpstream(t *testing.T) {
 	if seen.URL.RawQuery != "a=1" || strings.Contains(seen.RequestURI, handoffParam) {
 		t.Fatalf("the upstream saw the code: query %q, URI %q", seen.URL.RawQuery, seen.RequestURI)
 	}
-	w, _, seen = tr.handoffRequest("http://shop.example/tickets?a=1&"+handoffParam+"=bogus", "")
+	w, _, seen = tr.requestWith("http://shop.example/tickets?a=1&"+handoffParam+"=bogus", "")
 	if seen != nil || w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/tickets?a=1" {
 		t.Fatalf("a browser with a code in the address: %d to %q (upstream reached: %v), want sent to /tickets?a=1",
 			w.Code, w.Header().Get("Location"), seen != nil)

@@ -31,7 +31,13 @@ const accountHeader = "X-Account"
 // cookie and {http.waiting_room.keyed}.
 func (tr *testRoom) visitAs(account, cookie string) (*httptest.ResponseRecorder, string, string) {
 	tr.t.Helper()
-	r := httptest.NewRequest(http.MethodGet, "http://shop.example/tickets", nil)
+	return tr.visitAsAt("http://shop.example/tickets", account, cookie)
+}
+
+// visitAsAt is visitAs at target.
+func (tr *testRoom) visitAsAt(target, account, cookie string) (*httptest.ResponseRecorder, string, string) {
+	tr.t.Helper()
+	r := httptest.NewRequest(http.MethodGet, target, nil)
 	r.Header.Set("Accept", "application/json")
 	if account != "" {
 		r.Header.Set(accountHeader, account)

@@ -20,31 +20,11 @@ import (
 // upstream saw (nil when it saw nothing).
 func (tr *testRoom) passVisit(target, header, cookie string) (*httptest.ResponseRecorder, string, *http.Request) {
 	tr.t.Helper()
-	r := httptest.NewRequest(http.MethodGet, target, nil)
-	r.Header.Set("Accept", "application/json")
+	headers := []string{"Accept", "application/json"}
 	if header != "" {
-		r.Header.Set(passHeader, header)
+		headers = append(headers, passHeader, header)
 	}
-	if cookie != "" {
-		r.Header.Set("Cookie", tr.h.Cookie.Name+"="+cookie)
-	}
-	var seen *http.Request
-	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		seen = r
-		tr.passed.Add(1)
-		_, err := w.Write([]byte("upstream"))
-		return err
-	})
-	w := httptest.NewRecorder()
-	if err := tr.h.ServeHTTP(w, r, next); err != nil {
-		tr.t.Fatal(err)
-	}
-	for _, c := range w.Result().Cookies() {
-		if c.Name == tr.h.Cookie.Name {
-			cookie = c.Value
-		}
-	}
-	return w, cookie, seen
+	return tr.requestWith(target, cookie, headers...)
 }
 
 func (tr *testRoom) mint(uses int) string {

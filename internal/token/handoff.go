@@ -1,9 +1,7 @@
 package token
 
 import (
-	"crypto/hmac"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"time"
@@ -89,10 +87,7 @@ func (k *Keyring) MintHandoff(h Handoff) string {
 	if h.Keyed {
 		raw[33] |= handoffKeyed
 	}
-	m := k.macs[0].Get().(*mac)
-	copy(raw[handoffBody:], m.compute(handoffLabel(k.room), raw[:handoffBody]))
-	k.macs[0].Put(m)
-	return base64.RawURLEncoding.EncodeToString(raw[:])
+	return k.sealSigned(handoffLabel(k.room), raw[:], handoffBody)
 }
 
 // OpenHandoff verifies a hand-off code of this room and returns it. Anything wrong
@@ -100,28 +95,11 @@ func (k *Keyring) MintHandoff(h Handoff) string {
 // false. Its work is bounded: a value that is not exactly HandoffText long is refused
 // before decoding. It does not say whether the code was used: the store does.
 func (k *Keyring) OpenHandoff(value string, now time.Time) (Handoff, bool) {
-	if len(value) != HandoffText {
-		return Handoff{}, false
-	}
 	var raw [handoffLen]byte
-	if n, err := strictBase64.Decode(raw[:], []byte(value)); err != nil || n != handoffLen {
+	if !k.openSigned(handoffLabel(k.room), value, raw[:], handoffBody) {
 		return Handoff{}, false
 	}
 	if raw[0] != handoffVersion || raw[33]&^(handoffPass|handoffKeyed) != 0 {
-		return Handoff{}, false
-	}
-	label := handoffLabel(k.room)
-	verified := false
-	for i := range k.macs {
-		m := k.macs[i].Get().(*mac)
-		ok := hmac.Equal(m.compute(label, raw[:handoffBody])[:handoffMAC], raw[handoffBody:])
-		k.macs[i].Put(m)
-		if ok {
-			verified = true
-			break
-		}
-	}
-	if !verified {
 		return Handoff{}, false
 	}
 	var h Handoff
