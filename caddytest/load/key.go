@@ -58,39 +58,48 @@ func runKey(ctx context.Context, r *rig, o options) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	var benches []*keyBench
-	for _, s := range []httpStore{
+	var rows []row
+	for _, st := range []httpStore{
 		{name: "memory", config: "store memory", newGoal: 0.85},
 		{name: "Redis", config: "store redis redis://" + redis.addr, newGoal: 0.50, redis: redis},
 	} {
-		b, err := newKeyBench(ctx, r, s, script)
-		if err != nil {
-			return nil, err
-		}
-		benches = append(benches, b)
-	}
-	var rows []row
-	for _, b := range benches {
-		if !o.quick { // warm up: a first round on a cold instance would be the slowest
-			if _, err := r.wrk(ctx, b.targets[0], httpConnections); err != nil {
-				return nil, err
+		var lists [][]row
+		for _, t := range o.transports() {
+			got, err := measureKey(ctx, r, o, st, t, script)
+			if t.secure {
+				got = labelRows(got, t.label())
+			}
+			lists = append(lists, got)
+			if err != nil {
+				return append(rows, pairRows(lists...)...), err
 			}
 		}
-		got, err := b.measure(ctx, r)
-		rows = append(rows, got...)
-		if err != nil {
-			return rows, err
-		}
+		rows = append(rows, pairRows(lists...)...)
 	}
 	return rows, nil
 }
 
-func newKeyBench(ctx context.Context, r *rig, s httpStore, script string) (*keyBench, error) {
+// measureKey measures one store over one transport: its own instance, warmed up.
+func measureKey(ctx context.Context, r *rig, o options, st httpStore, t transport, script string) ([]row, error) {
+	b, err := newKeyBench(ctx, r, st, t, script)
+	if err != nil {
+		return nil, err
+	}
+	defer b.in.stop()
+	if !o.quick { // warm up: a first round on a cold instance would be the slowest
+		if _, err := r.wrk(ctx, b.targets[0], httpConnections); err != nil {
+			return nil, err
+		}
+	}
+	return b.measure(ctx, r)
+}
+
+func newKeyBench(ctx context.Context, r *rig, s httpStore, t transport, script string) (*keyBench, error) {
 	cfg := caddyConfig{"bare": `respond "ok"`}
 	for site, settings := range map[string]string{"new": keyRoomNew, "keyed": keyRoomKeyed} {
 		cfg[site] = fmt.Sprintf("\twaiting_room {\n\t\tname %s\n\t\t%s\n\t\t%s\n\t}\n\trespond \"ok\"", site, settings, s.config)
 	}
-	in, err := r.startCaddy("key-"+s.name, cfg)
+	in, err := r.startCaddyOver("key-"+s.name+fileSuffix(t), cfg, t)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +122,10 @@ func (b *keyBench) probe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, account := range []string{"probe-a", "probe-a", "probe-b"} {
+	// Accounts of this instance's own: the Redis one shares its store with the other
+	// transport's instance, where a probe's accounts are known already.
+	a, c := "probe-a-"+b.in.admin, "probe-b-"+b.in.admin
+	for _, account := range []string{a, a, c} {
 		resp, body, err := get(ctx, b.in.url("keyed")+"/", append([]string{accountHeader + ": " + account}, browserHeaders...))
 		if err != nil {
 			return err

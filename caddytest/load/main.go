@@ -77,7 +77,7 @@ func main() {
 	flag.StringVar(&o.profiles, "profiles", "", "folder to write CPU and heap profiles of the Caddy processes (and the first ws client) into")
 	flag.BoolVar(&o.markdown, "markdown", false, "print the table as Markdown")
 	flag.StringVar(&o.docs, "docs", "", "after a run with no failed section, write its table into this file between "+tableBegin+" and "+tableEnd+" (../docs/performance.md)")
-	flag.BoolVar(&o.tls, "tls", false, "also run the http, admitted and ws sections over HTTPS (Caddy's local CA), their rows beside the plain ones")
+	flag.BoolVar(&o.tls, "tls", false, "also run the http, admitted, key and ws sections over HTTPS (Caddy's local CA), their rows beside the plain ones")
 	flag.StringVar(&o.plot, "plot", "", "write the adapt section's plot (SVG) into this file (../docs/adaptive-capacity.svg)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's folder (Caddyfiles and every process's log) and print its path")
 	flag.Func("liveness", "comma-separated room sizes for the liveness section (default 10000,100000,1000000)", func(s string) error {

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// With -tls, the http, admitted and ws sections run a second time over HTTPS, as Caddy serves by
+// With -tls, the http, admitted, key and ws sections run a second time over HTTPS, as Caddy serves by
 // default, and their rows print beside the plain ones (pairRows). The TLS instances
 // use Caddy's own certificates (local_certs: Caddy's internal CA) and share one
 // storage folder, as a fleet does, so one root signs every instance's certificate.
