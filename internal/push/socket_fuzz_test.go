@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -22,10 +23,12 @@ func FuzzClientMessage(f *testing.F) {
 		`{"type":"leave"}`, `{"type":"Leave"}`, `{"type":"leave","type":"stay"}`, `{"Type":"leave"}`,
 		`{"type":"ping"}`, `{}`, `null`, `[]`, `"leave"`, `{"type":`, "\x00\xff",
 		`{"type":"leave"}` + strings.Repeat(" ", maxClientMessage),
+		"{\"tYpe\":\"leave\",\"\xc8\":0}", // a leave, but not UTF-8: the connection fails, the place stays
 	} {
 		f.Add([]byte(s), false)
 	}
 	f.Add([]byte(`{"type":"leave"}`), true)
+	f.Add([]byte("{\"type\":\"leave\",\"\xc8\":0}"), true) // binary: no UTF-8 rule, a leave
 
 	tr := newTestRoom(f, 1)
 	tr.join() // the only slot is taken and, with the clock standing still, stays taken
@@ -63,7 +66,7 @@ func FuzzClientMessage(f *testing.F) {
 		_ = c.Close(websocket.StatusNormalClosure, "")
 
 		after, _ := tr.store.Status(ctx, tok.ID, tr.Now())
-		if isLeave(msg) {
+		if isLeave(msg, binary) {
 			if after.State != queue.Unknown {
 				t.Fatalf("a waiter that sent %q still holds %+v", msg, after)
 			}
@@ -75,14 +78,17 @@ func FuzzClientMessage(f *testing.F) {
 	})
 }
 
-// isLeave is what readClient must take for a leave: a message of at most
+// isLeave is what the socket must take for a leave: a message of at most
 // maxClientMessage bytes holding a JSON object whose type is "leave" (as Go's JSON
-// matches it: the key's case does not matter and the last duplicate wins).
-func isLeave(msg []byte) bool {
+// matches it: the key's case does not matter and the last duplicate wins), and, sent
+// as text, valid UTF-8: text that is not fails the connection (RFC 6455 8.1), and
+// the place is kept for the page to reconnect.
+func isLeave(msg []byte, binary bool) bool {
 	var m struct {
 		Type string `json:"type"`
 	}
-	return len(msg) <= maxClientMessage && json.Unmarshal(msg, &m) == nil && m.Type == "leave"
+	return len(msg) <= maxClientMessage && (binary || utf8.Valid(msg)) &&
+		json.Unmarshal(msg, &m) == nil && m.Type == "leave"
 }
 
 // One waiter leaving is one abandonment, however many leave messages its page sends
