@@ -69,12 +69,10 @@ func TestConformanceSentinel(t *testing.T) {
 	}
 }
 
-// A pass's uses are counted exactly once each by three instances, each with its own
-// client, on one redis-server.
-func TestPassUsesAcrossInstances(t *testing.T) {
-	srv := testredis.Start(t)
-	mod := provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(5 * time.Second)})
-	storetest.RunPassUses(t, func(t *testing.T, n int) []queue.Store {
+// instancesOn makes n stores of one new room on mod's server, each with a client of
+// its own, as n instances of Caddy have.
+func instancesOn(mod *Redis) func(t *testing.T, n int) []queue.Store {
+	return func(t *testing.T, n int) []queue.Store {
 		room := fmt.Sprintf("room-%d", roomSeq.Add(1))
 		stores := make([]queue.Store, n)
 		for i := range stores {
@@ -83,7 +81,15 @@ func TestPassUsesAcrossInstances(t *testing.T) {
 			stores[i] = newRoomStore(shared, mod.Prefix, room, mod.settings.timeout, time.Duration(mod.JoinWait))
 		}
 		return stores
-	})
+	}
+}
+
+// A pass's uses are counted exactly once each by three instances, each with its own
+// client, on one redis-server.
+func TestPassUsesAcrossInstances(t *testing.T) {
+	srv := testredis.Start(t)
+	mod := provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(5 * time.Second)})
+	storetest.RunPassUses(t, instancesOn(mod))
 }
 
 // A hand-off code is used once and its place moved once by three instances, each
@@ -91,14 +97,5 @@ func TestPassUsesAcrossInstances(t *testing.T) {
 func TestHandoffOnceAcrossInstances(t *testing.T) {
 	srv := testredis.Start(t)
 	mod := provision(t, &Redis{URL: "redis://" + srv.Addr, Timeout: caddy.Duration(5 * time.Second)})
-	storetest.RunHandoffOnce(t, func(t *testing.T, n int) []queue.Store {
-		room := fmt.Sprintf("room-%d", roomSeq.Add(1))
-		stores := make([]queue.Store, n)
-		for i := range stores {
-			shared := newSharedClient(mod.settings.options(), zap.NewNop())
-			t.Cleanup(func() { shared.client.Close() })
-			stores[i] = newRoomStore(shared, mod.Prefix, room, mod.settings.timeout, time.Duration(mod.JoinWait))
-		}
-		return stores
-	})
+	storetest.RunHandoffOnce(t, instancesOn(mod))
 }
