@@ -24,8 +24,8 @@ import (
 //	version(1)=2 | state(1) | flags(1) | visitor id(16) | since unix seconds(8) |
 //	expiry unix seconds(8) | waited seconds(4) | HMAC-SHA256(32)
 //
-// flags bit 0 says the visitor came in with a pass (see Pass); the other bits are
-// zero. waited is how long an admitted visitor waited in line, 0xFFFFFFFF when not
+// flags bit 0 says the visitor came in with a pass (see Pass), bit 1 that the place
+// is a key's (see Keyed); the other bits are zero. waited is how long an admitted visitor waited in line, 0xFFFFFFFF when not
 // known. Version 1 (no flags, no waited) is still accepted, so the cookies given out
 // before an upgrade keep their places and sessions:
 //
@@ -43,6 +43,11 @@ type Token struct {
 	// Pass says the visitor came in with a valid pass: in an invite_only room they may
 	// stay in line and in, and later requests need not carry the pass.
 	Pass bool
+	// Keyed says the visitor id is a key's (a room with `key`): such a place never
+	// follows another key's log-in, where a place taken without a key does. Only a
+	// room with `key` sets it, and only this version reads it, so a fleet that has
+	// not set `key` gives out cookies every earlier version still opens.
+	Keyed bool
 	// Waited is how long an admitted visitor waited in line (0 when admitted at join),
 	// whole seconds; negative when not known (a version 1 cookie).
 	Waited time.Duration
@@ -67,6 +72,7 @@ const (
 	v1Text = (v1Len*8 + 5) / 6
 
 	flagPass      = 1
+	flagKeyed     = 2
 	waitedUnknown = 0xFFFFFFFF
 )
 
@@ -104,7 +110,10 @@ func (k *Keyring) AppendSealed(dst []byte, t Token) []byte {
 	raw[0] = tokenVersion
 	raw[1] = byte(t.State)
 	if t.Pass {
-		raw[2] = flagPass
+		raw[2] |= flagPass
+	}
+	if t.Keyed {
+		raw[2] |= flagKeyed
 	}
 	copy(raw[3:19], t.ID[:])
 	binary.BigEndian.PutUint64(raw[19:27], uint64(t.Since.Unix()))
@@ -165,10 +174,10 @@ func (k *Keyring) Open(value string, now time.Time) (Token, bool) {
 	}
 	f := raw[2:] // the fields after the state, as version 1 lays them out
 	if version == tokenVersion {
-		if raw[2]&^flagPass != 0 {
+		if raw[2]&^(flagPass|flagKeyed) != 0 {
 			return Token{}, false
 		}
-		t.Pass = raw[2]&flagPass != 0
+		t.Pass, t.Keyed = raw[2]&flagPass != 0, raw[2]&flagKeyed != 0
 		if w := binary.BigEndian.Uint32(raw[35:39]); w != waitedUnknown {
 			t.Waited = time.Duration(w) * time.Second
 		}

@@ -12,10 +12,14 @@ func TestTokenRoundTrip(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	k := NewKeyring("shop", [][]byte{[]byte("secret-one")})
 	for _, state := range []queue.State{queue.Queued, queue.Admitted} {
-		in := Token{State: state, ID: queue.NewVisitorID(), Since: now.Add(-time.Hour), Expires: now.Add(time.Minute)}
-		out, ok := k.Open(k.Seal(in), now)
-		if !ok || out.State != in.State || out.ID != in.ID || !out.Since.Equal(in.Since) || !out.Expires.Equal(in.Expires) {
-			t.Fatalf("round trip of %v: got %+v ok=%v", in, out, ok)
+		for _, flags := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			in := Token{State: state, ID: queue.NewVisitorID(), Since: now.Add(-time.Hour), Expires: now.Add(time.Minute),
+				Pass: flags[0], Keyed: flags[1]}
+			out, ok := k.Open(k.Seal(in), now)
+			if !ok || out.State != in.State || out.ID != in.ID || !out.Since.Equal(in.Since) || !out.Expires.Equal(in.Expires) ||
+				out.Pass != in.Pass || out.Keyed != in.Keyed {
+				t.Fatalf("round trip of %+v: got %+v ok=%v", in, out, ok)
+			}
 		}
 	}
 }
@@ -33,13 +37,14 @@ func TestTokenRejects(t *testing.T) {
 		b[i] ^= 0x01
 		return base64.RawURLEncoding.EncodeToString(b)
 	}
-	withState := func(s byte) string {
+	resigned := func(i int, v byte) string {
 		b := append([]byte(nil), raw...)
-		b[1] = s
-		// Re-sign so only the state is wrong, not the MAC.
+		b[i] = v
+		// Re-sign so only this byte is wrong, not the MAC.
 		shop.sum(0, b[:tokenBody], b[tokenBody:tokenBody])
 		return base64.RawURLEncoding.EncodeToString(b)
 	}
+	withState := func(s byte) string { return resigned(1, s) }
 
 	tests := []struct {
 		name  string
@@ -53,6 +58,10 @@ func TestTokenRejects(t *testing.T) {
 		{"extended", sealed + "A", shop, now},
 		{"bit flipped in version", flip(0), shop, now},
 		{"bit flipped in state", flip(1), shop, now},
+		{"bit flipped in flags", flip(2), shop, now},
+		{"keyed bit flipped in", base64.RawURLEncoding.EncodeToString(append(append([]byte(nil), raw[:2]...), append([]byte{raw[2] ^ flagKeyed}, raw[3:]...)...)), shop, now},
+		{"unknown flag", resigned(2, 4), shop, now},
+		{"every flag", resigned(2, 0xff), shop, now},
 		{"bit flipped in id", flip(5), shop, now},
 		{"bit flipped in since", flip(20), shop, now},
 		{"bit flipped in expiry", flip(33), shop, now},
