@@ -89,3 +89,59 @@ func TestMultiKeyOnePlace(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiKeyLogInKeepsThePlace: two caddy processes on one Redis, a room keyed on
+// the account header, in front of a shop whose log-in is behind it. A waiter who logs
+// in keeps its place (the same position, now its key's, on another instance), and a
+// visitor let in who logs in stays in; the line behind them neither moves up nor
+// grows.
+func TestMultiKeyLogInKeepsThePlace(t *testing.T) {
+	srv := testredis.Start(t)
+	room := uniqueRoom(t)
+	f := startFleet(t, 2, func(int) string {
+		return roomBlock(room, "/shop*", 1, "redis redis://"+srv.Addr,
+			"key {http.request.header.X-Account}", "session_ttl 1h")
+	})
+	a, b := f.nodes[0], f.nodes[1]
+	holder, waiter, behind := newGuest(), newGuest(), newGuest()
+	if _, ok, err := holder.place(a.base, "/shop"); err != nil || !ok {
+		t.Fatalf("the first visitor was not admitted: %v", err)
+	}
+	for i, g := range []*guest{waiter, behind} {
+		if q, admitted, err := g.place(a.base, "/shop"); err != nil || admitted || q.Position != i+1 {
+			t.Fatalf("visitor %d: admitted=%v %+v %v, want queued at %d", i, admitted, q, err, i+1)
+		}
+	}
+	before, err := waiter.visitorID(a.base, room)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	logIn := func(g *guest, account string) { g.client.Transport = accountTransport{account, fleetTransport} }
+	logIn(waiter, "alice")
+	q, admitted, err := waiter.place(b.base, "/shop")
+	if err != nil || admitted || q.Position != 1 || q.Waiting != 2 {
+		t.Fatalf("the waiter logged in, on %s: admitted=%v %+v %v, want still first of 2", b.name, admitted, q, err)
+	}
+	alice, err := waiter.visitorID(b.base, room)
+	if err != nil || alice == before {
+		t.Fatalf("the waiter logged in is visitor %x (%v), was %x: want the key's", alice, err, before)
+	}
+	phone := newDevice("alice")
+	if q, _, err := phone.place(a.base, "/shop"); err != nil || q.Position != 1 || q.Waiting != 2 {
+		t.Fatalf("alice's phone on %s: %+v %v, want her place, first of 2", a.name, q, err)
+	}
+	if id, err := phone.visitorID(a.base, room); err != nil || id != alice {
+		t.Fatalf("alice's phone is visitor %x (%v), her first device %x", id, err, alice)
+	}
+
+	logIn(holder, "carol")
+	if q, admitted, err := holder.place(b.base, "/shop"); err != nil || !admitted {
+		t.Fatalf("the visitor let in, logged in on %s: admitted=%v %+v %v, want still in", b.name, admitted, q, err)
+	}
+	for _, nd := range f.nodes {
+		if q, admitted, err := behind.place(nd.base, "/shop"); err != nil || admitted || q.Position != 2 || q.Active != 1 || q.Waiting != 2 {
+			t.Fatalf("the visitor behind, on %s: admitted=%v %+v %v, want second of 2, one active", nd.name, admitted, q, err)
+		}
+	}
+}

@@ -103,9 +103,14 @@ type Decision struct {
 	RetryAfter time.Duration
 	CrossSite  bool
 	// Keyed says the request came with a key (key.go); keyID is its visitor's id.
-	Keyed    bool
-	keyID    queue.VisitorID
-	hasKeyID bool
+	// keyedPlace is an id known to be a key's, which a cookie set for it says
+	// (token.Token.Keyed): the key's, or, for a request without one, its cookie's or
+	// a keyed hand-off's.
+	Keyed         bool
+	keyID         queue.VisitorID
+	hasKeyID      bool
+	keyedPlace    queue.VisitorID
+	hasKeyedPlace bool
 	// Handoff is the code minted for the visitor's place when the request asked for
 	// one, valid until HandoffExpires; HandoffInvalid says the code the request
 	// presented did not hold, and HandoffRefused that it came from another site to
@@ -118,6 +123,7 @@ type Decision struct {
 
 // setCookie seals tok into the decision's cookie.
 func (d *Decision) setCookie(keys *token.Keyring, tok token.Token) {
+	tok.Keyed = d.hasKeyedPlace && tok.ID == d.keyedPlace
 	d.sealedLen, d.CookieExpires = len(keys.AppendSealed(d.sealed[:0], tok)), tok.Expires
 }
 
@@ -168,7 +174,14 @@ func (rm *Room) decide(ctx context.Context, v *Visit, d *Decision) {
 
 	var invitedBy token.Token // the cookie, when it holds a pass (see rejoinInvited)
 	reason := ""              // why a known visitor is new again (sessionmax.go)
-	if tok, ok := keys.Open(v.Cookie, now); ok && d.cookieFor(tok) {
+	tok, opened := keys.Open(v.Cookie, now)
+	if opened && tok.Keyed && !d.hasKeyID {
+		d.keyedPlace, d.hasKeyedPlace = tok.ID, true
+	}
+	if opened && !d.cookieFor(tok) && !tok.Keyed && (refusedSocket(v, d) || rm.followLogIn(ctx, v, d, keys, tok)) {
+		return
+	}
+	if opened && d.cookieFor(tok) {
 		if tok.Pass {
 			invitedBy = tok
 		}

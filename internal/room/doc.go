@@ -6,7 +6,11 @@
 //   - decide.go: Decide, what one request gets (admitted, queued, challenged,
 //     rejected, degraded, over a cap) with what the module must apply; proof.go and
 //     pass.go are the proof of work's and the passes' parts of it, sessionmax.go the
-//     fixed session length's.
+//     fixed session length's; arrive.go the no-show's (a visitor let in who has to
+//     arrive).
+//   - key.go: a room with `key`, where the visitor is its key, on every device;
+//     login.go the place a visitor took before logging in, which the key takes;
+//     handoff.go a place moved to another device by a code.
 //   - settings.go: the immutable Settings a request reads with one atomic load;
 //     runtimesettings.go defines each setting the admin API can change, once;
 //     overrides.go keeps those changes in the store; floors.go the least each takes.

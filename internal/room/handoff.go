@@ -100,6 +100,7 @@ func (rm *Room) takeHandoff(ctx context.Context, v *Visit, d *Decision, keys *to
 	to := h.ID
 	var st queue.Status
 	if h.Keyed {
+		d.keyedPlace, d.hasKeyedPlace = h.ID, true
 		st, err = rm.cfg.Store.Status(ctx, h.ID, now)
 		ok = st.State == queue.Queued || st.State == queue.Admitted
 	} else {
@@ -205,7 +206,7 @@ func (rm *Room) mintHandoff(v *Visit, d *Decision) {
 	if !ok || tok.ID != d.Visitor {
 		return
 	}
-	h := token.NewHandoff(tok.ID, tok.Since, v.Now, tok.Pass, v.Key != "")
+	h := token.NewHandoff(tok.ID, tok.Since, v.Now, tok.Pass, tok.Keyed || v.Key != "")
 	d.Handoff, d.HandoffExpires = keys.MintHandoff(h), h.Expires
 }
 

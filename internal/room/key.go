@@ -18,8 +18,9 @@ import (
 // a keyed new arrival is the one Join an unkeyed one is, and a second device's first
 // request finds the first device's place (queue.Status.Known).
 //
-// A cookie of another visitor (another key's, or one made before the key was there)
-// is not honoured for the key: the request is the key's visitor.
+// A cookie of another key is not honoured for the key: the request is the key's
+// visitor. A place taken without a key follows its visitor's log-in instead
+// (followLogIn): someone let in, or waiting, who then logs in keeps the place.
 
 // keyOf derives the keyed visitor id of v into d, and reports false (d decided:
 // KeyTooLong) when the key is too long to take. An empty key is no key.
@@ -33,6 +34,7 @@ func keyOf(v *Visit, d *Decision, keys *token.Keyring) bool {
 		return false
 	}
 	d.keyID, d.hasKeyID = keys.KeyedID(v.Key), true
+	d.keyedPlace, d.hasKeyedPlace = d.keyID, true
 	return true
 }
 

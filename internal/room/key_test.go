@@ -192,34 +192,42 @@ func TestKeyNewArrivalIsOneStoreCall(t *testing.T) {
 	}
 }
 
-// A cookie of another key, or one made without a key, is not honoured for the key:
-// the request is the key's visitor, and the cookie's place is left as it was.
+// A cookie of another key is not honoured for the key: the request is the key's
+// visitor, and the cookie's place is left as it was. That holds for a key's cookie
+// renewed on a request without the key (logged out, or a route the key is not set
+// on): the cookie still says it is a key's, so it never follows another log-in
+// (login_test.go has the unkeyed cookie, which does).
 func TestKeyForeignCookieIgnored(t *testing.T) {
 	k := newKeyedRoom(t, 1, nil)
 	k.fill(t, 1)
 	alice := k.decide(Visit{Key: "alice"})
-	plain := k.decide(Visit{})
-	for _, tc := range []struct {
+	renewed := k.decide(Visit{Cookie: string(alice.Cookie())}) // alice, logged out
+	if renewed.Outcome != Queued || renewed.Visitor != alice.Visitor || renewed.Cookie() == nil {
+		t.Fatalf("alice logged out: %v as %v, want queued as %v with a cookie", renewed.Outcome, renewed.Visitor, alice.Visitor)
+	}
+	for i, tc := range []struct {
 		name   string
+		key    string
 		cookie []byte
-	}{{"alice's cookie", alice.Cookie()}, {"an unkeyed cookie", plain.Cookie()}} {
-		d := k.decide(Visit{Key: "bob", Cookie: string(tc.cookie)})
-		if d.Outcome != Queued || d.Visitor == alice.Visitor || d.Visitor == plain.Visitor {
-			t.Fatalf("bob with %s: %v as %v; alice is %v, the unkeyed %v", tc.name, d.Outcome, d.Visitor, alice.Visitor, plain.Visitor)
+	}{{"alice's cookie", "bob", alice.Cookie()}, {"alice's cookie renewed without her key", "carol", renewed.Cookie()}} {
+		d := k.decide(Visit{Key: tc.key, Cookie: string(tc.cookie)})
+		if d.Outcome != Queued || d.Visitor == alice.Visitor {
+			t.Fatalf("%s with %s: %v as %v; alice is %v", tc.key, tc.name, d.Outcome, d.Visitor, alice.Visitor)
 		}
-		if d.Status.Position != 3 {
-			t.Fatalf("bob with %s at %d, want his own place at 3", tc.name, d.Status.Position)
+		if d.Status.Position != 2+i {
+			t.Fatalf("%s with %s at %d, want a place of their own at %d", tc.key, tc.name, d.Status.Position, 2+i)
 		}
 	}
 	if d := k.decide(Visit{Key: "alice"}); d.Visitor != alice.Visitor || d.Status.Position != 1 {
-		t.Fatalf("alice after bob presented her cookie: %v at %d, want hers at 1", d.Visitor, d.Status.Position)
+		t.Fatalf("alice after others presented her cookie: %v at %d, want hers at 1", d.Visitor, d.Status.Position)
 	}
 	// Where the key resolves empty the visitor is the cookie's, as without a key.
+	plain := k.decide(Visit{})
 	if d := k.decide(Visit{Key: "", Cookie: string(plain.Cookie())}); d.Visitor != plain.Visitor || d.Keyed {
 		t.Fatalf("an empty key with a cookie: %v (keyed %v), want the cookie's %v", d.Visitor, d.Keyed, plain.Visitor)
 	}
-	if st := k.stats(t); st.Waiting != 3 {
-		t.Fatalf("%d waiting, want 3 (alice, the unkeyed, bob)", st.Waiting)
+	if st := k.stats(t); st.Waiting != 4 {
+		t.Fatalf("%d waiting, want 4 (alice, bob, carol, the unkeyed)", st.Waiting)
 	}
 }
 
