@@ -20,6 +20,9 @@ import (
 // cookie's id is marked moved. When the key already holds a place, that place is the
 // visitor's, and the cookie's lapses as an abandoned one does.
 func (rm *Room) followLogIn(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring, tok token.Token) bool {
+	if tok.State == queue.Admitted && d.Settings.sessionOver(tok.Since, v.Now) {
+		return false // a session past session_max is over, whoever holds it
+	}
 	st, moved, err := rm.cfg.Store.Move(ctx, tok.ID, d.keyID, v.Now, d.Settings.limits())
 	if err != nil {
 		rm.storeError("move", err)

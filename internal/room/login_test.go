@@ -75,6 +75,20 @@ func TestLogInKeepsTheSession(t *testing.T) {
 	}
 }
 
+// A session past session_max does not follow a log-in: it is over, and the key is
+// new like anyone's whose session ended.
+func TestLogInAfterSessionMaxIsNew(t *testing.T) {
+	k := newKeyedRoom(t, 1, func(c *Config) { c.SessionMax, c.SessionTTL = 2*time.Minute, time.Hour })
+	let := k.decide(Visit{})
+	if let.Outcome != Admitted {
+		t.Fatalf("the visitor: %v, want admitted", let.Outcome)
+	}
+	k.clk.set(k.clk.Now().Add(2*time.Minute + time.Second)) // before the step ends it
+	if d := k.decide(Visit{Key: "alice", Cookie: string(let.Cookie())}); d.Outcome == Admitted {
+		t.Fatal("a session past session_max was let in again by logging in")
+	}
+}
+
 // A key that holds a place already keeps it: a cookie's other place is not merged
 // into it, or swapped for it, so logging in on a second device never gains a place.
 func TestLogInWithAPlaceKeepsTheKeys(t *testing.T) {
