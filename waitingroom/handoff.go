@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -111,6 +112,19 @@ func (h *Handler) serveHandoff(w http.ResponseWriter, r *http.Request, d *room.D
 	_, err = w.Write(append(page.AppendHandoffJSON(make([]byte, 0, 4096), h.Name, status, link, qr, max(expires, 0)), '\n'))
 	return err
 }
+
+// handoffBusy answers a request for a code when this instance has given out all the
+// codes it may for now (room.Decision.HandoffBusy): 429, to come back in a second.
+// The place is as it was, and the page says it could not make a link.
+func handoffBusy(w http.ResponseWriter) error {
+	hdr := w.Header()
+	hdr.Set("Retry-After", "1")
+	hdr.Set("Cache-Control", "no-store")
+	return caddyhttp.Error(http.StatusTooManyRequests, errHandoffBusy)
+}
+
+// errHandoffBusy is handoffBusy's error, {http.error.message} in handle_errors.
+var errHandoffBusy = errors.New("too many hand-off codes asked for at once; try again in a moment")
 
 // Handoff counts a place this instance gave to another device (room.Metrics).
 func (m *roomMetrics) Handoff() { m.handoffs.Inc() }

@@ -71,6 +71,8 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.
 			return h.room.TellAdmitted(w, r)
 		case d.Handoff != "":
 			return h.serveHandoff(w, r, d, "admitted")
+		case d.HandoffBusy:
+			return handoffBusy(w)
 		}
 		return h.passAdmitted(w, r, next, v, d.Visitor, d.Cookie() != nil, facts.Now)
 	case room.Queued:
@@ -85,6 +87,8 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.
 			return err
 		case d.Handoff != "":
 			return h.serveHandoff(w, r, d, "queued")
+		case d.HandoffBusy:
+			return handoffBusy(w)
 		}
 		return h.respond(w, r, h.StatusCode, h.room.Tell(d, facts.Now), d.Settings)
 	case room.Moved:

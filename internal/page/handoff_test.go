@@ -87,3 +87,15 @@ func TestHandoffQR(t *testing.T) {
 		t.Fatalf("the answer reads %v", answer)
 	}
 }
+
+// BenchmarkHandoffQR is what a code costs to draw: the reason an instance gives out a
+// bounded number of them (internal/room/timing.go).
+func BenchmarkHandoffQR(b *testing.B) {
+	link := "https://shop.example/drop?waiting_room_handoff=" + strings.Repeat("A", 86)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := HandoffQR(link); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

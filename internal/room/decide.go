@@ -114,11 +114,14 @@ type Decision struct {
 	// Handoff is the code minted for the visitor's place when the request asked for
 	// one, valid until HandoffExpires; HandoffInvalid says the code the request
 	// presented did not hold, and HandoffRefused that it came from another site to
-	// a device that holds a place, which keeps it (handoff.go).
+	// a device that holds a place, which keeps it (handoff.go). HandoffBusy says a
+	// code was asked for while this instance had given out all it may for now
+	// (timing.go): the request gets none, and is to come back.
 	Handoff        string
 	HandoffExpires time.Time
 	HandoffInvalid bool
 	HandoffRefused bool
+	HandoffBusy    bool
 }
 
 // setCookie seals tok into the decision's cookie.

@@ -198,6 +198,10 @@ func (rm *Room) mintHandoff(v *Visit, d *Decision) {
 	if keys == nil {
 		return
 	}
+	if !rm.handoffs.AllowN(v.Now, 1) {
+		d.HandoffBusy = true
+		return
+	}
 	value := v.Cookie
 	if c := d.Cookie(); c != nil {
 		value = string(c)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
@@ -28,6 +29,8 @@ type Room struct {
 	est      *queue.Estimator
 	hub      *push.Hub
 	ips      *ipCounters
+	// handoffs bounds the hand-off codes this instance gives out (timing.go).
+	handoffs *rate.Limiter
 
 	// touched is when this instance last confirmed each visitor's session with the
 	// store.
@@ -75,10 +78,11 @@ func New(cfg *Config) *Room {
 		cfg.Siblings = func() []*Room { return nil }
 	}
 	rm := &Room{
-		cfg:    cfg,
-		est:    queue.NewEstimator(),
-		ips:    newIPCounters(),
-		kickCh: make(chan struct{}, 1),
+		cfg:      cfg,
+		est:      queue.NewEstimator(),
+		ips:      newIPCounters(),
+		handoffs: rate.NewLimiter(handoffsPerSecond, handoffBurst),
+		kickCh:   make(chan struct{}, 1),
 	}
 	rm.stats.Store(&queue.Stats{})
 	if cfg.Secrets != nil {
