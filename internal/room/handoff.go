@@ -189,7 +189,8 @@ func (rm *Room) moved(d *Decision, id queue.VisitorID) {
 
 // mintHandoff gives the visitor d was decided for, queued or admitted, a code for its
 // place, when the request asked for one (Visit.HandoffNew). The place is the one the
-// request's cookie names, or the cookie the decision sets.
+// request's cookie names, or the cookie the decision sets. Past what this instance
+// may give out for now (timing.go), it gives none and says so (HandoffBusy).
 func (rm *Room) mintHandoff(v *Visit, d *Decision) {
 	if !v.HandoffNew || v.Socket || (d.Outcome != Admitted && d.Outcome != Queued) {
 		return
@@ -198,16 +199,16 @@ func (rm *Room) mintHandoff(v *Visit, d *Decision) {
 	if keys == nil {
 		return
 	}
-	if !rm.handoffs.AllowN(v.Now, 1) {
-		d.HandoffBusy = true
-		return
-	}
 	value := v.Cookie
 	if c := d.Cookie(); c != nil {
 		value = string(c)
 	}
 	tok, ok := keys.Open(value, v.Now)
 	if !ok || tok.ID != d.Visitor {
+		return
+	}
+	if !rm.handoffs.AllowN(v.Now, 1) { // timing.go
+		d.HandoffBusy = true
 		return
 	}
 	h := token.NewHandoff(tok.ID, tok.Since, v.Now, tok.Pass, tok.Keyed || v.Key != "")
