@@ -3,6 +3,7 @@ package caddytest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -157,7 +158,12 @@ type sale struct {
 	lastErr                        atomic.Value
 }
 
-func (s *sale) fail(err error) {
+// fail counts a failed request, but for one the sale's own end cut short: a socket
+// dialled as the test stops the sale fails with its context.
+func (s *sale) fail(ctx context.Context, err error) {
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return
+	}
 	s.errors.Add(1)
 	s.lastErr.Store(err.Error())
 }
@@ -174,14 +180,14 @@ func (s *sale) run(ctx context.Context, f *fleet) {
 		nd := f.nodes[i%2]
 		for len(buyers) > 0 && i-buyers[0].round >= 3 {
 			if _, _, err := buyers[0].g.get(nd.base, "/shop/done", ""); err != nil {
-				s.fail(err)
+				s.fail(ctx, err)
 			}
 			buyers = buyers[1:]
 		}
 		for range 2 {
 			g := newGuest()
 			if _, ok, err := g.place(nd.base, "/shop"); err != nil {
-				s.fail(err)
+				s.fail(ctx, err)
 			} else if ok {
 				buyers = append(buyers, buyer{g, i})
 			} else {
@@ -189,7 +195,7 @@ func (s *sale) run(ctx context.Context, f *fleet) {
 				// Its page answers once, as a real browser's does: a waiter never
 				// heard from after joining would be dropped, not kept away.
 				if _, _, err := g.place(nd.base, "/shop"); err != nil {
-					s.fail(err)
+					s.fail(ctx, err)
 				}
 			}
 		}
@@ -197,7 +203,7 @@ func (s *sale) run(ctx context.Context, f *fleet) {
 			_, ok, err := line[j].place(nd.base, "/shop")
 			switch {
 			case err != nil:
-				s.fail(err)
+				s.fail(ctx, err)
 				j++
 			case ok:
 				s.admitted.Add(1)
@@ -211,10 +217,10 @@ func (s *sale) run(ctx context.Context, f *fleet) {
 			g := line[len(line)-1]
 			line = line[:len(line)-1]
 			if c, err := g.socket(ctx, nd.base, "/shop"); err != nil {
-				s.fail(err)
+				s.fail(ctx, err)
 			} else {
 				if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"leave"}`)); err != nil {
-					s.fail(err)
+					s.fail(ctx, err)
 				} else {
 					s.left.Add(1)
 				}
