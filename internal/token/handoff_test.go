@@ -44,6 +44,7 @@ func TestHandoffIsRefused(t *testing.T) {
 		"other secret":   NewKeyring("shop", [][]byte{[]byte("stranger")}).MintHandoff(h),
 		"a pass":         k.MintPass(NewPass(now.Add(time.Hour), 1)),
 		"a cookie":       k.Seal(Token{State: queue.Queued, ID: id, Since: now, Expires: now.Add(time.Hour)}),
+		"standard b64":   strings.NewReplacer("-", "+", "_", "/").Replace(withURLChars(t, k, id, now)),
 		"plus":           good[:10] + "+" + good[11:],
 		"slash":          good[:10] + "/" + good[11:],
 		"non-ascii junk": strings.Repeat("é", HandoffText/2) + "A",
@@ -59,6 +60,20 @@ func TestHandoffIsRefused(t *testing.T) {
 	if _, ok := k.OpenHandoff(good, now.Add(HandoffLife-time.Second)); !ok {
 		t.Error("a code was refused a second before its expiry")
 	}
+}
+
+// withURLChars mints codes for id until one has a character of base64url's own (- or
+// _), whose standard-alphabet spelling is then another string: a code without one
+// reads the same in both alphabets, and about one code in five has neither.
+func withURLChars(t *testing.T, k *Keyring, id queue.VisitorID, now time.Time) string {
+	t.Helper()
+	for range 100 {
+		if c := k.MintHandoff(NewHandoff(id, now, now, false, false)); strings.ContainsAny(c, "-_") {
+			return c
+		}
+	}
+	t.Fatal("100 codes without - or _")
+	return ""
 }
 
 func TestHandoffKeepsKeyedAndNonces(t *testing.T) {
