@@ -106,7 +106,7 @@ func (h *Handler) serveHandoff(w http.ResponseWriter, r *http.Request, d *room.D
 // with the code added. A QR code's cost grows with what it holds, and the address is
 // the client's to make as long as it likes, so a link longer than a QR code is drawn
 // for (page.MaxQRLink) leaves the address's query out: the other device opens the
-// same path.
+// same path. The scheme is the one the visitor reached the site by (linkScheme).
 func handoffLink(r *http.Request, code string) string {
 	u := r.URL
 	if orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.URL != nil {
@@ -116,17 +116,41 @@ func handoffLink(r *http.Request, code string) string {
 	query, _, _ = withoutParam(query, passParam)
 	query, _, _ = withoutParam(query, handoffParam)
 	param := handoffParam + "=" + url.QueryEscape(code)
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	origin := scheme + "://" + r.Host
+	origin := linkScheme(r) + "://" + r.Host
 	if query != "" {
 		if link := origin + sameSiteTarget(u.EscapedPath(), query+"&"+param); len(link) <= page.MaxQRLink {
 			return link
 		}
 	}
 	return origin + sameSiteTarget(u.EscapedPath(), param)
+}
+
+// linkScheme is the scheme the visitor reached the site by, for the link that carries
+// a code: the code is the place, and must not travel in the clear where the visitor's
+// own connection does not. It is https over TLS, and behind a TLS-terminating proxy
+// that Caddy trusts (the server's trusted_proxies), https when the proxy's
+// X-Forwarded-Proto says so (its last value, as Caddy's reverse proxy reads it). A
+// client's own X-Forwarded-Proto is not heeded: Caddy trusts only what its trusted
+// proxies say, and so does the room.
+func linkScheme(r *http.Request) string {
+	if r.TLS != nil {
+		return "https"
+	}
+	if trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool); !trusted {
+		return "http"
+	}
+	vs := r.Header.Values("X-Forwarded-Proto")
+	if len(vs) == 0 {
+		return "http"
+	}
+	last := vs[len(vs)-1]
+	if i := strings.LastIndexByte(last, ','); i >= 0 {
+		last = last[i+1:]
+	}
+	if strings.EqualFold(strings.TrimSpace(last), "https") {
+		return "https"
+	}
+	return "http"
 }
 
 // handoffBusy answers a request for a code when this instance has given out all the
