@@ -15,6 +15,13 @@ import (
 // X-Forwarded-Proto given, and returns the link.
 func (v *visitor) askHandoffVia(path, proto string) string {
 	v.t.Helper()
+	link, _ := v.askHandoffQR(path, proto)
+	return link
+}
+
+// askHandoffQR is askHandoffVia that also returns the QR code ("" for none).
+func (v *visitor) askHandoffQR(path, proto string) (link, qr string) {
+	v.t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, liveBase+path, nil)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Waiting-Room-Handoff", "new")
@@ -29,11 +36,34 @@ func (v *visitor) askHandoffVia(path, proto string) string {
 	body, _ := io.ReadAll(resp.Body)
 	var a struct {
 		URL string `json:"handoff_url"`
+		QR  string `json:"handoff_qr"`
 	}
 	if err := json.Unmarshal(body, &a); err != nil || a.URL == "" {
-		v.t.Fatalf("the answer to a request for a code: %d %q", resp.StatusCode, body)
+		v.t.Fatalf("the answer to a request for a code: %d %.200q", resp.StatusCode, body)
 	}
-	return a.URL
+	return a.URL, a.QR
+}
+
+// A code asked for at an address with an 8 KB query string (Caddy takes it: its
+// header limit is 1 MB) gets a link of at most 256 bytes, drawn as a QR code, to the
+// same path without the query, and the link moves the place: what a code costs does
+// not grow with the address (docs/people-and-devices.md, "Hand-offs against bots").
+func TestLiveHandoffLinkAtALongAddress(t *testing.T) {
+	startLive(t, uniqueRoom(t), "capacity 1")
+	newVisitor(t).place("/")
+	waiter := newVisitor(t)
+	long := "/drop?q=" + strings.Repeat("x", 8000)
+	if q, admitted := waiter.place(long); admitted || q.Position != 1 {
+		t.Fatalf("the waiter: admitted %v at %d", admitted, q.Position)
+	}
+	link, qr := waiter.askHandoffQR(long, "")
+	if len(link) > 256 || qr == "" || !strings.HasPrefix(link, liveBase+"/drop?waiting_room_handoff=") {
+		t.Fatalf("the link is %d bytes (%.100q), QR code drawn %v; want at most 256 bytes to /drop, drawn", len(link), link, qr != "")
+	}
+	phone := newVisitor(t)
+	if q, admitted := phone.place(strings.TrimPrefix(link, liveBase)); admitted || q.Position != 1 {
+		t.Fatalf("the phone that opened the link: admitted %v at %d, want the place at 1", admitted, q.Position)
+	}
 }
 
 // Behind a TLS-terminating proxy the code's link is https, so that the code (the place
