@@ -104,9 +104,9 @@ func (h *Handler) serveHandoff(w http.ResponseWriter, r *http.Request, d *room.D
 // handoffLink is the link that gives code's place to the device that opens it: this
 // site, at the address the request was made at (without the room's own parameters),
 // with the code added. A QR code's cost grows with what it holds, and the address is
-// the client's to make as long as it likes, so a link longer than a QR code is drawn
-// for (page.MaxQRLink) leaves the address's query out: the other device opens the
-// same path. The scheme is the one the visitor reached the site by (linkScheme).
+// the client's to make as long as it likes, so a link that would be longer than the
+// most drawn (page.MaxQRLink) leaves the address's query out: the other device opens
+// the same path. The scheme is the one the visitor reached the site by (linkScheme).
 func handoffLink(r *http.Request, code string) string {
 	u := r.URL
 	if orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.URL != nil {
