@@ -197,3 +197,38 @@ func TestLiveAdmittedVisitorsSocketIsTold(t *testing.T) {
 		t.Fatalf("the shop's own upgrade was answered %q, want the shop's", body)
 	}
 }
+
+// Another site's page opens the waiting socket at someone's hand-off link, from a
+// browser with no place and from one with a place: 403 before the code is looked at,
+// no cookie, the line as it was, and the code still moves its place when opened by
+// hand afterwards.
+func TestLiveForeignSocketAtAHandoffLinkTakesNothing(t *testing.T) {
+	room := uniqueRoom(t)
+	startLive(t, room, "capacity 1")
+	newVisitor(t).place("/")
+	holder, other := newVisitor(t), newVisitor(t)
+	holder.place("/tickets")
+	other.place("/tickets")
+	link := holder.askHandoffVia("/tickets", "")
+	before := roomInfo(t, room)
+	for _, v := range []*visitor{newVisitor(t), other} {
+		c, resp, err := v.dialWaiting(strings.TrimPrefix(link, liveBase), "https://evil.example")
+		if err == nil {
+			c.CloseNow()
+			t.Fatal("another site's socket at a hand-off link was opened")
+		}
+		if resp == nil || resp.StatusCode != http.StatusForbidden || len(resp.Header.Values("Set-Cookie")) != 0 {
+			t.Fatalf("another site's socket at a hand-off link: %v, want 403 without a cookie", resp)
+		}
+	}
+	if after := roomInfo(t, room); after.Active != before.Active || after.Waiting != before.Waiting {
+		t.Fatalf("the refused sockets changed the room: %+v, was %+v", after, before)
+	}
+	if q, admitted := holder.place("/tickets"); admitted || q.Position != 1 {
+		t.Fatalf("the code's holder is at %d (admitted %v), want still 1", q.Position, admitted)
+	}
+	phone := newVisitor(t)
+	if q, admitted := phone.place(strings.TrimPrefix(link, liveBase)); admitted || q.Position != 1 {
+		t.Fatalf("the code opened by hand afterwards: at %d (admitted %v), want the place at 1", q.Position, admitted)
+	}
+}
