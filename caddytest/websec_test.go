@@ -3,6 +3,7 @@ package caddytest
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -151,5 +152,83 @@ func closedWith(t *testing.T, c *websocket.Conn) websocket.StatusCode {
 			t.Fatalf("the socket ended without a close frame: %v", err)
 		}
 		return ce.Code
+	}
+}
+
+// Every upgrade that asks for the room's subprotocol is the room's, an admitted
+// visitor's too (a stale tab, or a page whose place was let in meanwhile): it is
+// told {"type":"admitted"} and closed 1000 "admitted", never handed to the shop,
+// which does not speak it (docs/waiting-page.md, "WebSocket"). The shop's own
+// WebSockets, which ask for no such subprotocol, are not the room's.
+func TestLiveAdmittedVisitorsSocketIsTold(t *testing.T) {
+	startLive(t, uniqueRoom(t), "capacity 1")
+	holder := newVisitor(t)
+	if _, admitted := holder.place("/"); !admitted {
+		t.Fatal("first visitor queued")
+	}
+	ws := holder.socket("/tickets")
+	if m := next(t, ws); m.Type != "admitted" {
+		t.Fatalf("an admitted visitor's socket was told %+v, want admitted", m)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _, err := ws.Read(ctx)
+	if status := websocket.CloseStatus(err); status != websocket.StatusNormalClosure {
+		t.Fatalf("after admitted, the socket ended with %v, want closed 1000", err)
+	}
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Reason != "admitted" {
+		t.Fatalf("the close says %v, want reason admitted", err)
+	}
+	u, _ := url.Parse(liveBase + "/tickets")
+	hdr := http.Header{"Origin": {liveBase}}
+	for _, c := range holder.client.Jar.Cookies(u) {
+		hdr.Add("Cookie", c.Name+"="+c.Value)
+	}
+	c, resp, err := websocket.Dial(ctx, "ws://localhost:9080/tickets", &websocket.DialOptions{Subprotocols: []string{"shop.v1"}, HTTPHeader: hdr})
+	if err == nil {
+		c.CloseNow()
+		t.Fatal("the shop's own upgrade was taken by the room")
+	}
+	if resp == nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the shop's own upgrade: %v, want the shop's answer (200, it speaks no WebSocket)", resp)
+	}
+	if body, _ := io.ReadAll(resp.Body); string(body) != "upstream /tickets" {
+		t.Fatalf("the shop's own upgrade was answered %q, want the shop's", body)
+	}
+}
+
+// Another site's page opens the waiting socket at someone's hand-off link, from a
+// browser with no place and from one with a place: 403 before the code is looked at,
+// no cookie, the line as it was, and the code still moves its place when opened by
+// hand afterwards.
+func TestLiveForeignSocketAtAHandoffLinkTakesNothing(t *testing.T) {
+	room := uniqueRoom(t)
+	startLive(t, room, "capacity 1")
+	newVisitor(t).place("/")
+	holder, other := newVisitor(t), newVisitor(t)
+	holder.place("/tickets")
+	other.place("/tickets")
+	link := holder.askHandoffVia("/tickets", "")
+	before := roomInfo(t, room)
+	for _, v := range []*visitor{newVisitor(t), other} {
+		c, resp, err := v.dialWaiting(strings.TrimPrefix(link, liveBase), "https://evil.example")
+		if err == nil {
+			c.CloseNow()
+			t.Fatal("another site's socket at a hand-off link was opened")
+		}
+		if resp == nil || resp.StatusCode != http.StatusForbidden || len(resp.Header.Values("Set-Cookie")) != 0 {
+			t.Fatalf("another site's socket at a hand-off link: %v, want 403 without a cookie", resp)
+		}
+	}
+	if after := roomInfo(t, room); after.Active != before.Active || after.Waiting != before.Waiting {
+		t.Fatalf("the refused sockets changed the room: %+v, was %+v", after, before)
+	}
+	if q, admitted := holder.place("/tickets"); admitted || q.Position != 1 {
+		t.Fatalf("the code's holder is at %d (admitted %v), want still 1", q.Position, admitted)
+	}
+	phone := newVisitor(t)
+	if q, admitted := phone.place(strings.TrimPrefix(link, liveBase)); admitted || q.Position != 1 {
+		t.Fatalf("the code opened by hand afterwards: at %d (admitted %v), want the place at 1", q.Position, admitted)
 	}
 }

@@ -76,7 +76,9 @@ func newTestRoomWith(t testing.TB, capacity int, configure func(*Handler)) *test
 		clock:      clk,
 	}
 	configure(h)
-	h.logger = zap.NewNop()
+	if h.logger == nil { // configure may watch the logs
+		h.logger = zap.NewNop()
+	}
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	if err := h.Provision(ctx); err != nil {
 		t.Fatal(err)

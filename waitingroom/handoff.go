@@ -76,25 +76,10 @@ func fromAnotherSite(r *http.Request) bool {
 	return err != nil || !strings.EqualFold(r.Host, u.Host)
 }
 
-// serveHandoff answers a request for a code with the code's link, on this site, to
-// the address the request was made at (without the room's own parameters).
+// serveHandoff answers a request for a code with the code's link (handoffLink) and,
+// when the link is short enough to draw (page.MaxQRLink), its QR code.
 func (h *Handler) serveHandoff(w http.ResponseWriter, r *http.Request, d *room.Decision, status string) error {
-	u := r.URL
-	if orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.URL != nil {
-		u = orig.URL
-	}
-	query, _, _ := withoutParam(u.RawQuery, proofParam)
-	query, _, _ = withoutParam(query, passParam)
-	query, _, _ = withoutParam(query, handoffParam)
-	if query != "" {
-		query += "&"
-	}
-	query += handoffParam + "=" + url.QueryEscape(d.Handoff)
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	link := scheme + "://" + r.Host + sameSiteTarget(u.EscapedPath(), query)
+	link := handoffLink(r, d.Handoff)
 	page.SetHeader(w.Header(),
 		field("Cache-Control", "no-store"),
 		field("X-Content-Type-Options", "nosniff"),
@@ -102,15 +87,70 @@ func (h *Handler) serveHandoff(w http.ResponseWriter, r *http.Request, d *room.D
 		field("Content-Type", "application/json"),
 		field("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"),
 		field("Vary", "Accept, Accept-Language"))
-	qr, err := page.HandoffQR(link)
-	if err != nil {
-		// The link alone still moves the place; a QR code is a convenience.
-		h.logger.Warn("drawing a hand-off QR code", zap.String("room", h.Name), zap.Error(err))
+	var qr string
+	if len(link) <= page.MaxQRLink {
+		var err error
+		if qr, err = page.HandoffQR(link); err != nil {
+			// The link alone still moves the place; a QR code is a convenience.
+			h.logger.Warn("drawing a hand-off QR code", zap.String("room", h.Name), zap.Error(err))
+		}
 	}
 	w.WriteHeader(http.StatusOK)
 	expires := int(d.HandoffExpires.Sub(h.clock.Now()).Seconds())
-	_, err = w.Write(append(page.AppendHandoffJSON(make([]byte, 0, 4096), h.Name, status, link, qr, max(expires, 0)), '\n'))
+	_, err := w.Write(append(page.AppendHandoffJSON(make([]byte, 0, 4096), h.Name, status, link, qr, max(expires, 0)), '\n'))
 	return err
+}
+
+// handoffLink is the link that gives code's place to the device that opens it: this
+// site, at the address the request was made at (without the room's own parameters),
+// with the code added. A QR code's cost grows with what it holds, and the address is
+// the client's to make as long as it likes, so a link that would be longer than the
+// most drawn (page.MaxQRLink) leaves the address's query out: the other device opens
+// the same path. The scheme is the one the visitor reached the site by (linkScheme).
+func handoffLink(r *http.Request, code string) string {
+	u := r.URL
+	if orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.URL != nil {
+		u = orig.URL
+	}
+	query, _, _ := withoutParam(u.RawQuery, proofParam)
+	query, _, _ = withoutParam(query, passParam)
+	query, _, _ = withoutParam(query, handoffParam)
+	param := handoffParam + "=" + url.QueryEscape(code)
+	origin := linkScheme(r) + "://" + r.Host
+	if query != "" {
+		if link := origin + sameSiteTarget(u.EscapedPath(), query+"&"+param); len(link) <= page.MaxQRLink {
+			return link
+		}
+	}
+	return origin + sameSiteTarget(u.EscapedPath(), param)
+}
+
+// linkScheme is the scheme the visitor reached the site by, for the link that carries
+// a code: the code is the place, and must not travel in the clear where the visitor's
+// own connection does not. It is https over TLS, and behind a TLS-terminating proxy
+// that Caddy trusts (the server's trusted_proxies), https when the proxy's
+// X-Forwarded-Proto says so (its last value, as Caddy's reverse proxy reads it). A
+// client's own X-Forwarded-Proto is not heeded: Caddy trusts only what its trusted
+// proxies say, and so does the room.
+func linkScheme(r *http.Request) string {
+	if r.TLS != nil {
+		return "https"
+	}
+	if trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool); !trusted {
+		return "http"
+	}
+	vs := r.Header.Values("X-Forwarded-Proto")
+	if len(vs) == 0 {
+		return "http"
+	}
+	last := vs[len(vs)-1]
+	if i := strings.LastIndexByte(last, ','); i >= 0 {
+		last = last[i+1:]
+	}
+	if strings.EqualFold(strings.TrimSpace(last), "https") {
+		return "https"
+	}
+	return "http"
 }
 
 // handoffBusy answers a request for a code when this instance has given out all the

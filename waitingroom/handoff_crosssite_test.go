@@ -163,3 +163,41 @@ func TestHandoffRefusedPage(t *testing.T) {
 		t.Fatalf("the page (%d) does not say in French that the link came from another site:\n%s", w.Code, body)
 	}
 }
+
+// Another site's page can open the waiting socket at a hand-off link (a WebSocket
+// carries cookies across sites). It is refused, 403, before the code is looked at:
+// the code stays unspent, no cookie is set and the code's place stays its holder's,
+// whether the device that opened it holds a place or not.
+func TestCrossOriginSocketWithAHandoffCodeTakesNothing(t *testing.T) {
+	for _, own := range []string{"no place", "a place"} {
+		t.Run(own, func(t *testing.T) {
+			tr := newRoomWith(t, func(h *Handler) {})
+			_, waiters := tr.fill(2)
+			code := codeOf(t, tr.askHandoff(waiters[0]).HandoffURL)
+			cookie := ""
+			if own == "a place" {
+				cookie = waiters[1]
+			}
+			w, _, seen := tr.requestWith("http://shop.example/tickets?"+handoffParam+"="+url.QueryEscape(code), cookie,
+				"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13",
+				"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Protocol", "waiting-room.v1",
+				"Origin", "https://evil.example")
+			if seen != nil || w.Code != http.StatusForbidden {
+				t.Fatalf("a cross-origin socket with a code: %d %q, want 403", w.Code, w.Body.String())
+			}
+			if set := w.Header().Values("Set-Cookie"); len(set) != 0 {
+				t.Fatalf("a refused socket set %q", set)
+			}
+			if v := tr.queued(waiters[0]); v.Status != "queued" || v.Position != 1 {
+				t.Fatalf("the code's holder: %+v, want still at 1", v)
+			}
+			if n := tr.waiting(); n != 2 {
+				t.Fatalf("%d waiting, want the 2", n)
+			}
+			w, moved, _ := tr.useCode(code, "")
+			if v := viewOf(t, w); v.Position != 1 || v.Handoff != "" || tr.tokenOf(moved).ID == tr.tokenOf(waiters[0]).ID {
+				t.Fatalf("the code opened afterwards by hand: %+v, want it to move the place at 1", v)
+			}
+		})
+	}
+}

@@ -298,9 +298,34 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.metrics = m
 	h.room = room.New(h.roomConfig(secrets, m))
 	h.releaseHistory = func() { releaseHistory(h.Name) }
+	h.warnReplacedSecret(secrets)
 	h.room.Start(ctx)
 	register(h)
 	return nil
+}
+
+// warnReplacedSecret warns when the configured secrets do not accept the cookies the
+// running room of the same name signs (a reload that changed secret without listing
+// the old one after it): every visitor holding one is then a stranger, and the places
+// and sessions they hold stay until they lapse. The room does not release them: it
+// cannot read their cookies to tell which they are, and on a fleet the instances not
+// yet reloaded still sign with the old secret and honour those sessions, which a
+// release would let in beyond capacity.
+func (h *Handler) warnReplacedSecret(secrets [][]byte) {
+	if secrets == nil {
+		return // agreed through the store, which keeps the one in use
+	}
+	keys, now := token.NewKeyring(h.Name, secrets), h.clock.Now()
+	for _, running := range siblings(h.Name) {
+		if old := running.Keys(); old != nil && !keys.Accepts(old, now) {
+			h.logger.Warn("the room's secret changed and the one it signed with is not listed as a previous secret: "+
+				"every cookie given out so far no longer holds, so admitted visitors come back as new visitors "+
+				"while their old sessions hold their slots until session_ttl, and waiters lose their places; "+
+				"to rotate, list the old secret after the new one (secret <new> <old>) until session_ttl has passed",
+				zap.String("room", h.Name), zap.Duration("session_ttl", time.Duration(h.SessionTTL)))
+			return
+		}
+	}
 }
 
 // roomConfig is the room's configuration as the engine takes it, Provision's

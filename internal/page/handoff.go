@@ -2,6 +2,7 @@ package page
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -12,10 +13,27 @@ import (
 // which a phone's camera reads from across a desk.
 const qrSize = 232
 
+// MaxQRLink is the longest link HandoffQR draws. What a QR code costs grows with what
+// it holds (the symbol's side grows with it, and every module is drawn and scored for
+// each of the eight masks): a usual link of 130 bytes is a version 7 symbol, about
+// 2 ms of CPU; 256 bytes, the most, is a version 12 at worst (TestHandoffQRBound),
+// under twice that; a 2.2 KB one would be a version 32, ten times it (go test -run
+// '^$' -bench HandoffQR ./internal/page). The room gives out a bounded number of
+// codes a second (internal/room/timing.go), so this bounds the CPU they cost whatever
+// the address. A usual link leaves room in it for a path and a short query.
+const MaxQRLink = 256
+
+// errLinkTooLong is HandoffQR's error for a link longer than MaxQRLink.
+var errLinkTooLong = errors.New("the link is longer than a hand-off QR code holds")
+
 // HandoffQR draws link as a QR code, a PNG in a data: URL: the page's policy lets
 // images come from data: (csp.go) and nothing from elsewhere. Medium error
-// correction (15 %) is what a screen needs: nothing covers or wears it.
+// correction (15 %) is what a screen needs: nothing covers or wears it. A link
+// longer than MaxQRLink is not drawn.
 func HandoffQR(link string) (string, error) {
+	if len(link) > MaxQRLink {
+		return "", errLinkTooLong
+	}
 	png, err := qrcode.Encode(link, qrcode.Medium, qrSize)
 	if err != nil {
 		return "", fmt.Errorf("drawing the hand-off QR code: %w", err)

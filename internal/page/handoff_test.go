@@ -7,6 +7,8 @@ import (
 	"image/png"
 	"strings"
 	"testing"
+
+	qrcode "github.com/skip2/go-qrcode"
 )
 
 // A queued page offers to continue on another device, with the QR code's image and
@@ -88,14 +90,55 @@ func TestHandoffQR(t *testing.T) {
 	}
 }
 
-// BenchmarkHandoffQR is what a code costs to draw: the reason an instance gives out a
-// bounded number of them (internal/room/timing.go).
-func BenchmarkHandoffQR(b *testing.B) {
-	link := "https://shop.example/drop?waiting_room_handoff=" + strings.Repeat("A", 86)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := HandoffQR(link); err != nil {
-			b.Fatal(err)
+// What a drawn code costs is bounded whatever the address: the longest link drawn,
+// of bytes that QR codes hold least densely, is at most a version 12 symbol (65
+// modules a side, where a usual link is a version 7 of 45), and a longer link, a
+// 2.2 KB or an 8 KB query string's, is not drawn at all. The version is the library's
+// (skip2/go-qrcode): this pins what MaxQRLink's figures rely on.
+func TestHandoffQRBound(t *testing.T) {
+	longest := "https://shop.example/drop?q=" + strings.Repeat("a%", (MaxQRLink-28)/2)
+	longest += strings.Repeat("a", MaxQRLink-len(longest))
+	q, err := qrcode.New(longest, qrcode.Medium)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.VersionNumber > 12 {
+		t.Fatalf("the longest link drawn (%d bytes) is a version %d symbol, want at most 12", len(longest), q.VersionNumber)
+	}
+	if qr, err := HandoffQR(longest); err != nil || qr == "" {
+		t.Fatalf("the longest link was not drawn: %v", err)
+	}
+	for _, n := range []int{MaxQRLink + 1, 2200, 8000} {
+		link := "https://shop.example/drop?q=" + strings.Repeat("a", n-28)
+		if qr, err := HandoffQR(link); err == nil || qr != "" {
+			t.Errorf("a link of %d bytes was drawn", len(link))
 		}
 	}
+}
+
+// BenchmarkHandoffQR is what a code costs to draw: the reason an instance gives out a
+// bounded number of them (internal/room/timing.go). A usual link, the longest drawn,
+// and what a 2.2 KB query string would cost were it drawn.
+func BenchmarkHandoffQR(b *testing.B) {
+	usual := "https://shop.example/drop?waiting_room_handoff=" + strings.Repeat("A", 86)
+	longest := "https://shop.example/drop?q=" + strings.Repeat("a%", (MaxQRLink-28)/2)
+	for _, c := range []struct{ name, link string }{{"usual", usual}, {"longest", longest}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := HandoffQR(c.link); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("undrawn_2200", func(b *testing.B) {
+		link := "https://shop.example/drop?q=" + strings.Repeat("a", 2200)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := qrcode.Encode(link, qrcode.Medium, qrSize); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -171,7 +171,9 @@ func (rm *Room) decide(ctx context.Context, v *Visit, d *Decision) {
 		return
 	}
 
-	if refusedHandoff(v, d) || v.Handoff != "" && rm.takeHandoff(ctx, v, d, keys) {
+	// Another site's socket is refused before its code is looked at: taking the code
+	// would spend it, move the place and set a cookie for a request that then gets 403.
+	if refusedHandoff(v, d) || v.Handoff != "" && (refusedSocket(v, d) || rm.takeHandoff(ctx, v, d, keys)) {
 		return
 	}
 

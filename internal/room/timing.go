@@ -16,11 +16,12 @@ const (
 )
 
 // What one instance gives out of hand-off codes, per room: a code is a QR code
-// drawn, 1.5–2 ms of CPU and 1.1 MB of garbage (go test -run '^$' -bench HandoffQR
-// ./internal/page), hundreds of times what a poll costs, so a client asking as fast
-// as it can would otherwise cost the instance hundreds of polls a request. 20 a
-// second is at most 4 % of a core, and more than people switching devices ask for:
-// 72,000 an hour per instance.
+// drawn, about 2 ms of CPU and 1.1 MB of garbage for a usual link, and under twice
+// that for the longest one drawn whatever the address (page.MaxQRLink; go test -run
+// '^$' -bench HandoffQR ./internal/page), hundreds of times what a poll costs, so a
+// client asking as fast as it can would otherwise cost the instance hundreds of polls
+// a request. 20 a second is about 4 % of a core, at most 8 %, and more than people
+// switching devices ask for: 72,000 an hour per instance.
 const (
 	handoffsPerSecond = 20
 	handoffBurst      = 50

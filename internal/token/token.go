@@ -127,6 +127,16 @@ func (k *Keyring) AppendSealed(dst []byte, t Token) []byte {
 	return base64.RawURLEncoding.AppendEncode(dst, raw[:])
 }
 
+// Accepts reports whether k opens what signer seals now: whether the cookies a room
+// with signer's secrets gives out are still good under k's (a new secret with the one
+// signer signs with listed after it). Rooms of the same name only: the name is signed
+// too.
+func (k *Keyring) Accepts(signer *Keyring, now time.Time) bool {
+	probe := signer.Seal(Token{State: queue.Admitted, Since: now, Expires: now.Add(time.Hour), Waited: -1})
+	_, ok := k.Open(probe, now)
+	return ok
+}
+
 // Open verifies a cookie value and returns its token. Anything wrong (shape, version,
 // MAC under every secret, state, expiry) reports false: the request is a new visitor.
 // It is the admitted visitor's hot path: a value opened before is found in the
