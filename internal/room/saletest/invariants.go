@@ -109,7 +109,7 @@ func (w *watch) event(s *sale, what string) {
 	case st.Active <= capacity:
 		w.ceiling = capacity
 	case st.Active > w.ceiling:
-		s.fail(capacityHeld, "after %s the store holds %d admitted, capacity %d (at most %d since it came down)", what, st.Active, capacity, w.ceiling)
+		s.fail(capacityHeld, "after %s the store holds %d admitted: capacity %d in force, %d held when it last came down", what, st.Active, capacity, w.ceiling)
 	default:
 		w.ceiling = st.Active
 	}
