@@ -70,14 +70,21 @@ func (s *sale) visitOn(i int, who string, v room.Visit) room.Decision {
 	s.fleet[i].room.Decide(s.ctx, &v, &d)
 	s.trace.add(s.clock.Now(), "i%d %s %s → %s", i, who, describe(&v), outcome(&d))
 	s.watch.request(s, i, &v, &d)
+	if s.shop != nil && d.Outcome == room.Admitted && !d.TellSocket {
+		s.shop.serve(s, i, who)
+	}
 	return d
 }
 
 // tick runs every instance's admission step, in a random order.
 func (s *sale) tick() {
 	for _, i := range s.rng.Perm(len(s.fleet)) {
+		from := s.settings(i).Capacity
 		s.fleet[i].room.Tick(s.ctx)
 		s.watch.event(s, fmt.Sprintf("i%d step", i))
+		if s.shop != nil {
+			s.watch.adapted(s, i, from)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
@@ -34,6 +35,10 @@ const (
 	// line, no place that never arrives gets more than two turns (its turn, and one
 	// more after it missed it).
 	noShowsLetTheHeadIn invariant = "no-shows cannot hold the head of the line"
+	// adaptFollowsTheShop: with adapt, a period's decision raises the capacity only
+	// when what the shop did for everyone but the flooders was within the targets,
+	// and lowers it only when it was not.
+	adaptFollowsTheShop invariant = "capacity moves only on what the shop itself did"
 )
 
 // noShowTurns is how many turns a no-show may have while an honest waiter waits at
@@ -48,6 +53,7 @@ type watch struct {
 	// confirmed is when the store last held each id admitted as an instance let it
 	// in; admittedIDs the same ids in the order first seen, for the operator's pick.
 	confirmed   map[queue.VisitorID]time.Time
+	began       map[queue.VisitorID]time.Time // when the session last confirmed began, as far as the sale saw
 	admittedIDs []queue.VisitorID
 	// endedBy says how and when the sale itself ended an id's session, for the
 	// failure message.
@@ -58,12 +64,14 @@ type watch struct {
 	head      *visitor
 	headTurns map[queue.VisitorID]int
 	bots      []*bot
+	// adaptPeriod is the last control period whose decision was checked.
+	adaptPeriod int64
 	// open are the known-open invariants already seen broken in this seed.
 	open map[invariant]bool
 }
 
 func newWatch(capacity int) *watch {
-	return &watch{ceiling: capacity, confirmed: map[queue.VisitorID]time.Time{}, endedBy: map[queue.VisitorID]string{}, headTurns: map[queue.VisitorID]int{}, open: map[invariant]bool{}}
+	return &watch{ceiling: capacity, confirmed: map[queue.VisitorID]time.Time{}, began: map[queue.VisitorID]time.Time{}, endedBy: map[queue.VisitorID]string{}, headTurns: map[queue.VisitorID]int{}, open: map[invariant]bool{}}
 }
 
 // request checks one request's decision.
@@ -83,13 +91,16 @@ func (w *watch) request(s *sale, i int, v *room.Visit, d *room.Decision) {
 			if !ok {
 				w.admittedIDs = append(w.admittedIDs, d.Visitor)
 			}
+			if !ok || now.Sub(last) > queue.TouchEvery+step || w.endedBy[d.Visitor] != "" {
+				w.began[d.Visitor] = now
+			}
 			w.confirmed[d.Visitor] = now
 			delete(w.endedBy, d.Visitor)
 		case !ok:
 			s.fail(sessionEndHeld, "i%d let %s in, whose session the store never held (it says %v)", i, d.Visitor, st.State)
 		case now.Sub(last) > queue.TouchEvery+step:
-			s.fail(sessionEndHeld, "i%d let %s in %v after the store last held its session (it says %v now; %s)",
-				i, d.Visitor, now.Sub(last), st.State, cmp.Or(w.endedBy[d.Visitor], "the store ended it itself: session_max or session_ttl"))
+			s.fail(sessionEndHeld, "i%d let %s in %v after the store last held its session, which began %v ago (it says %v now; %s)",
+				i, d.Visitor, now.Sub(last), now.Sub(w.began[d.Visitor]), st.State, cmp.Or(w.endedBy[d.Visitor], "the store ended it itself: session_max or session_ttl"))
 		}
 	}
 	w.event(s, fmt.Sprintf("i%d request", i))
@@ -272,5 +283,37 @@ func (w *watch) checkBots(s *sale) {
 			s.fail(socketIsNoArrival, "%s, admitted from the line %v ago, only opened sockets and still holds its slot (arrive_ttl %v)",
 				b.name, now.Sub(b.since), b.arriveTTL)
 		}
+	}
+}
+
+// adapted checks the decision instance i's step just made, if it made one, from the
+// capacity from it had before.
+func (w *watch) adapted(s *sale, i int, from int) {
+	set := s.settings(i)
+	d := set.Overrides.Adapted
+	if d == nil || d.Period <= w.adaptPeriod || set.Adapt == nil {
+		return
+	}
+	w.adaptPeriod = d.Period
+	s.trace.add(s.clock.Now(), "i%d adapt: period %d, %d requests, p90 %v: %d → %d (%s)", i, d.Period, d.Requests, time.Duration(d.P90), from, d.Capacity, d.Reason)
+	honest := s.shop.honest[d.Period]
+	if honest == nil {
+		honest = &queue.Sample{Latency: make([]uint64, queue.LatencyBuckets)}
+	}
+	// The law on the shop's own answers, in the room most ready to move: full, a
+	// line waiting, nothing else limiting.
+	r := room.Reading{Requests: honest.Count(), Failed: honest.Failed, P90: honest.Percentile(0.9), Active: from, Waiting: 1}
+	within := r.Requests > 0 && r.P90 <= set.Adapt.Latency && (r.Failed < 2 || r.ErrorShare() <= set.Adapt.Errors)
+	over := r.Requests > 0 && !within
+	// The reason says whether the law moved the capacity: from is this instance's
+	// capacity before its step, which an operator's PATCH read in the same step may
+	// have changed.
+	switch {
+	case strings.HasPrefix(d.Reason, "raised") && !within:
+		s.fail(adaptFollowsTheShop, "period %d raised capacity %d → %d on %d requests (p90 %v), where the shop did %d for the others, p90 %v, %d failed",
+			d.Period, from, d.Capacity, d.Requests, time.Duration(d.P90), r.Requests, r.P90, r.Failed)
+	case strings.HasPrefix(d.Reason, "lowered") && !over:
+		s.fail(adaptFollowsTheShop, "period %d lowered capacity %d → %d on %d requests (p90 %v), where the shop did %d for the others, p90 %v, %d failed",
+			d.Period, from, d.Capacity, d.Requests, time.Duration(d.P90), r.Requests, r.P90, r.Failed)
 	}
 }

@@ -87,6 +87,7 @@ type sale struct {
 	cast   []actor
 	trace  trace
 	watch  *watch
+	shop   *shop // nil without adapt
 	scene  string
 	strict bool
 	failed bool
@@ -102,6 +103,9 @@ func runSale(t *testing.T, open Open, seed uint64) {
 		t.Cleanup(in.room.Stop)
 	}
 	s.watch = newWatch(sc.cfg.Capacity)
+	if sc.cfg.Adapt != nil {
+		s.shop = newShop(sc.servers, sc.service)
+	}
 	s.cast = s.castFor(sc, *stepsFlag)
 	s.scene = sc.String()
 	s.tick()
@@ -142,6 +146,9 @@ func (s *sale) castFor(sc scenario, steps int) []actor {
 			a.devices = append(a.devices, device{noJar: s.rng.IntN(2) == 0})
 		}
 		cast = append(cast, a)
+	}
+	for j := range sc.flooders {
+		cast = append(cast, &flooder{visitor{name: fmt.Sprintf("%s%d", flooderName, j), next: at()}})
 	}
 	for j := range sc.handoffs {
 		name := fmt.Sprintf("handoff%d", j)

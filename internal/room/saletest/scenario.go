@@ -17,6 +17,10 @@ type scenario struct {
 	bots      int
 	accounts  int
 	handoffs  int
+	// With adapt, the shop's servers and service time, and the flooders.
+	servers   int
+	service   time.Duration
+	flooders  int
 }
 
 // draw makes seed's scenario. Every feature is on in some seeds and off in others,
@@ -47,6 +51,13 @@ func draw(rng *rand.Rand) scenario {
 	sc.bots = rng.IntN(5)
 	sc.accounts = rng.IntN(4)
 	sc.handoffs = rng.IntN(3)
+	if rng.IntN(3) == 0 {
+		a := room.Adapt{Latency: 300 * time.Millisecond, Errors: room.DefaultAdaptErrors}.WithDefaults(c.Capacity)
+		c.Adapt = &a
+		sc.servers = 1 + rng.IntN(3)
+		sc.service = time.Duration(50+rng.IntN(600)) * time.Millisecond
+		sc.flooders = rng.IntN(3)
+	}
 	return sc
 }
 
@@ -55,5 +66,14 @@ func (sc scenario) String() string {
 	return fmt.Sprintf("%d instances, capacity %d, rate %d/%v, session_ttl %v, queue_ttl %v, away_ttl %v, session_max %v, arrive_ttl %v; "+
 		"%d honest (%d sleep), %d bots, %d keyed accounts, %d hand-offs",
 		sc.instances, c.Capacity, c.Rate.Count, c.Rate.Per, c.SessionTTL, c.QueueTTL, c.AwayTTL, c.SessionMax, c.ArriveTTL,
-		sc.honest, sc.sleepers, sc.bots, sc.accounts, sc.handoffs)
+		sc.honest, sc.sleepers, sc.bots, sc.accounts, sc.handoffs) + sc.adapt()
+}
+
+func (sc scenario) adapt() string {
+	if sc.cfg.Adapt == nil {
+		return ""
+	}
+	a := sc.cfg.Adapt
+	return fmt.Sprintf("; adapt latency %v errors %v min %d max %d, a shop of %d serving in %v, %d flooders",
+		a.Latency, room.FormatShare(a.Errors), a.Min, a.Max, sc.servers, sc.service, sc.flooders)
 }
