@@ -18,9 +18,9 @@ type scenario struct {
 	accounts  int
 	handoffs  int
 	// With adapt, the shop's servers and service time, and the flooders.
-	servers   int
-	service   time.Duration
-	flooders  int
+	servers  int
+	service  time.Duration
+	flooders int
 }
 
 // draw makes seed's scenario. Every feature is on in some seeds and off in others,
