@@ -17,5 +17,5 @@ func TestSale(t *testing.T) {
 			stores[i] = st
 		}
 		return stores
-	}, 20)
+	}, saletest.Budget{Kept: true, Seeds: 20})
 }

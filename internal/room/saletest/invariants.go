@@ -50,6 +50,8 @@ type watch struct {
 	// ceiling is the most admitted the store may hold: the capacity in force, or,
 	// after a lowering, what it held then, coming down as they leave.
 	ceiling int
+	// active is what the store held admitted at the last check.
+	active int
 	// confirmed is when the store last held each id admitted as an instance let it
 	// in; admittedIDs the same ids in the order first seen, for the operator's pick.
 	confirmed   map[queue.VisitorID]time.Time
@@ -103,7 +105,9 @@ func (w *watch) request(s *sale, i int, v *room.Visit, d *room.Decision) {
 				i, d.Visitor, now.Sub(last), now.Sub(w.began[d.Visitor]), st.State, cmp.Or(w.endedBy[d.Visitor], "the store ended it itself: session_max or session_ttl"))
 		}
 	}
-	w.event(s, fmt.Sprintf("i%d request", i))
+	if d.Outcome == room.Admitted {
+		w.event(s, fmt.Sprintf("i%d request", i)) // only an admission can fill a slot
+	}
 }
 
 // event checks the fleet-wide capacity after anything that may admit.
@@ -112,6 +116,7 @@ func (w *watch) event(s *sale, what string) {
 	if err != nil {
 		s.t.Fatalf("stats: %v", err)
 	}
+	w.active = st.Active
 	capacity := 0
 	for i := range s.fleet {
 		capacity = max(capacity, s.settings(i).Capacity)

@@ -35,11 +35,21 @@ var (
 //go:embed testdata/seeds
 var keptSeeds string
 
-// Run runs the hostile sale on the stores open returns: every kept seed
-// (testdata/seeds), then ciSeeds random ones unless the flags say otherwise.
-func Run(t *testing.T, open Open, ciSeeds int) {
-	seeds := kept(t)
-	n := ciSeeds
+// Budget is how much of the sale a test runs by default: the kept seeds or not,
+// and how many random ones. The flags and SALE_SEEDS override it.
+type Budget struct {
+	Kept  bool
+	Seeds int
+}
+
+// Run runs the hostile sale on the stores open returns, within budget: every kept
+// seed (testdata/seeds), then the random ones.
+func Run(t *testing.T, open Open, budget Budget) {
+	var seeds []uint64
+	if budget.Kept || *seedsFlag > 0 {
+		seeds = kept(t)
+	}
+	n := budget.Seeds
 	if *seedsFlag > 0 {
 		n = *seedsFlag
 	} else if env, err := strconv.Atoi(os.Getenv("SALE_SEEDS")); err == nil && env > 0 {

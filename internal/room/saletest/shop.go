@@ -31,19 +31,16 @@ func newShop(servers int, service time.Duration) *shop {
 	return &shop{servers: servers, service: service, honest: map[int64]*queue.Sample{}}
 }
 
-// serve is the shop answering one request instance i handed on for who.
+// serve is the shop answering one request instance i handed on for who, with as
+// many inside as the store held at the last check.
 func (sh *shop) serve(s *sale, i int, who string) {
-	st, err := s.store().Stats(s.ctx)
-	if err != nil {
-		s.t.Fatalf("stats: %v", err)
-	}
 	if strings.HasPrefix(who, flooderName) {
 		s.fleet[i].room.Served(cheapPage, false)
 		return
 	}
-	load := max(1, float64(st.Active)/float64(sh.servers))
+	load := max(1, float64(s.watch.active)/float64(sh.servers))
 	ttfb := time.Duration(float64(sh.service) * load)
-	failed := st.Active > 3*sh.servers && s.rng.IntN(3) == 0
+	failed := s.watch.active > 3*sh.servers && s.rng.IntN(3) == 0
 	s.fleet[i].room.Served(ttfb, failed)
 	// A request served at a period's first instant is measured into the period
 	// before: the instants' admission steps, which take the meter, come after it.
@@ -60,7 +57,7 @@ func (sh *shop) serve(s *sale, i int, who string) {
 }
 
 // flooder is an honest visitor until it is in; from then on it floods the shop's
-// cheapest page, several requests a step, on every instance, for as long as its
+// cheapest page, four requests a step (32 a control period), on every instance, for as long as its
 // session lasts: one admitted client who would outvote the rest.
 type flooder struct {
 	visitor
@@ -74,7 +71,7 @@ func (f *flooder) act(s *sale) {
 		}
 		return
 	}
-	for range 8 {
+	for range 4 {
 		d, _ := s.visit(f.name, room.Visit{Cookie: f.dev.cookie, Addr: f.name})
 		f.dev.keep(&d)
 		if d.Outcome != room.Admitted {
