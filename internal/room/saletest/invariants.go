@@ -144,7 +144,7 @@ func (w *watch) joined(s *sale, v *visitor) {
 			break
 		}
 	}
-	at, _ := slices.BinarySearchFunc(w.line, v.ticket, func(o *visitor, t uint64) int { return int(o.ticket) - int(t) })
+	at, _ := slices.BinarySearchFunc(w.line, v.ticket, func(o *visitor, t uint64) int { return cmp.Compare(o.ticket, t) })
 	w.line = slices.Insert(w.line, at, v)
 }
 
