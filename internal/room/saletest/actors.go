@@ -114,6 +114,13 @@ type bot struct {
 	arriveTTL time.Duration // the longest arrive_ttl in force since its admission
 }
 
+func (b *bot) kind() string {
+	if b.takesAll {
+		return "keeps the cookies its sockets are sent"
+	}
+	return "keeps only its first cookie"
+}
+
 func (b *bot) act(s *sale) {
 	now := s.clock.Now()
 	if now.Before(b.next) {
@@ -131,7 +138,9 @@ func (b *bot) act(s *sale) {
 		b.dev.keep(&d)
 	}
 	if d.Visitor != (queue.VisitorID{}) && d.Visitor != b.id {
-		b.id, b.atJoin, b.admitted = d.Visitor, false, false
+		// A socket whose cookie names no place joins as a new visitor, admitted at
+		// once when a slot is free and nobody waits.
+		b.id, b.atJoin, b.admitted = d.Visitor, d.Outcome == room.Admitted, false
 	}
 }
 

@@ -273,8 +273,8 @@ func (w *watch) checkBots(s *sale) {
 				w.headTurns[b.id]++
 				s.trace.add(now, "%s's turn %d while %s waits at the head", b.name, w.headTurns[b.id], w.head.name)
 				if n := w.headTurns[b.id]; n > noShowTurns {
-					s.fail(noShowsLetTheHeadIn, "%s, who never came to the shop, got turn %d while %s (#%d) waited at the head of the line",
-						b.name, n, w.head.name, w.head.ticket)
+					s.fail(noShowsLetTheHeadIn, "%s (%s), who never came to the shop, got turn %d while %s (#%d) waited at the head of the line",
+						b.name, b.kind(), n, w.head.name, w.head.ticket)
 				}
 			}
 			continue
@@ -285,8 +285,8 @@ func (w *watch) checkBots(s *sale) {
 			b.arriveTTL = max(b.arriveTTL, arrive)
 		}
 		if !b.atJoin && b.arriveTTL > 0 && now.Sub(b.since) > b.arriveTTL+2*step {
-			s.fail(socketIsNoArrival, "%s, admitted from the line %v ago, only opened sockets and still holds its slot (arrive_ttl %v)",
-				b.name, now.Sub(b.since), b.arriveTTL)
+			s.fail(socketIsNoArrival, "%s (%s), admitted from the line %v ago, only opened sockets and still holds its slot (arrive_ttl %v)",
+				b.name, b.kind(), now.Sub(b.since), b.arriveTTL)
 		}
 	}
 }
