@@ -273,7 +273,7 @@ func (w *watch) checkBots(s *sale) {
 				w.headTurns[b.id]++
 				s.trace.add(now, "%s's turn %d while %s waits at the head", b.name, w.headTurns[b.id], w.head.name)
 				if n := w.headTurns[b.id]; n > noShowTurns {
-					s.fail(noShowsLetTheHeadIn, "%s (%s), who never came to the shop, got turn %d while %s (#%d) waited at the head of the line",
+					s.fail(noShowsLetTheHeadIn, "%s (%s), who never came to the shop, got turn %d while %s (#%d) waited at the head of the honest line",
 						b.name, b.kind(), n, w.head.name, w.head.ticket)
 				}
 			}
