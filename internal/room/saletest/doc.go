@@ -14,7 +14,8 @@
 //
 // What is where: run.go the entry point, the flags and the kept seeds
 // (testdata/seeds); scenario.go what a seed draws; fleet.go the clock, the instances
-// and one request; actors.go the cast; operator.go the shop's and the operator's
-// calls; invariants.go the checks; open.go the invariants today's engine is known
-// to break.
+// and one request; actors.go the cast; operator.go the shop's revokes and the
+// operator's calls; shop.go, with adapt, the shop and the flooders; invariants.go
+// the checks; open.go the invariants today's engine is known to break; trace.go the
+// last actions a failure prints.
 package saletest
