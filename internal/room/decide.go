@@ -341,10 +341,16 @@ func (rm *Room) decideNew(ctx context.Context, v *Visit, d *Decision, keys *toke
 // waited tok.Waited, with or without a pass) and records that its session was just
 // confirmed with the store.
 func (rm *Room) admit(d *Decision, keys *token.Keyring, tok token.Token, now time.Time) {
+	rm.letIn(d, keys, tok, now)
+	rm.markTouched(tok.ID, now)
+}
+
+// letIn gives tok's visitor a fresh admitted cookie, as admit does, on a session
+// confirmed before: it records no confirmation of its own.
+func (rm *Room) letIn(d *Decision, keys *token.Keyring, tok token.Token, now time.Time) {
 	tok.State, tok.Expires = queue.Admitted, now.Add(d.Settings.SessionTTL)
 	d.setCookie(keys, tok)
 	d.Outcome, d.Visitor, d.Waited = Admitted, tok.ID, tok.Waited
-	rm.markTouched(tok.ID, now)
 }
 
 // holdPlace gives waiter id (queued since, with a pass or not) a fresh queued cookie.

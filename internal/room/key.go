@@ -55,8 +55,8 @@ func (d *Decision) newVisitorID() queue.VisitorID {
 
 // decideKeyed decides on a keyed request without a usable cookie when its key's
 // visitor holds a place the request need not join for, and reports whether it did.
-// An admitted visitor this instance confirmed within queue.TouchEvery is let in with
-// no store call. Otherwise only where joining would not find the place it asks the
+// An admitted visitor this instance confirmed with the store within queue.TouchEvery
+// is let in with no store call, and that confirmation is not renewed by it. Otherwise only where joining would not find the place it asks the
 // store first: with proof_of_work on, a visitor who holds a place is not challenged
 // again for it; in invite_only mode, a visitor let in is not turned away for coming
 // without the pass; from an address at its max_joins_per_ip, a visitor who holds a
@@ -65,7 +65,12 @@ func (d *Decision) newVisitorID() queue.VisitorID {
 func (rm *Room) decideKeyed(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring) bool {
 	now, s, id := v.Now, d.Settings, d.keyID
 	if rm.touchedRecently(id, now) {
-		rm.admit(d, keys, token.Token{ID: id, Since: now, Waited: -1}, now)
+		// Let in on the store's confirmation, which stays as old as it is: were a
+		// request without the cookie to renew it, a client that never keeps the
+		// cookie would never be checked again, and no session_max, revoke, remove or
+		// reset would end its session. So it is asked again TouchEvery after the
+		// store last said, as a cookie's visitor is.
+		rm.letIn(d, keys, token.Token{ID: id, Since: now, Waited: -1}, now)
 		return true
 	}
 	capped := false
