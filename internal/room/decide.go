@@ -201,8 +201,17 @@ func (rm *Room) decide(ctx context.Context, v *Visit, d *Decision) {
 			// The place was lost (queue_ttl): a new visitor, at the back.
 		}
 	}
-	if refusedSocket(v, d) || d.hasKeyID && rm.decideKeyed(ctx, v, d, keys) {
+	if refusedSocket(v, d) {
 		return
+	}
+	if d.hasKeyID {
+		decided, why := rm.decideKeyed(ctx, v, d, keys)
+		if decided {
+			return
+		}
+		if why != "" {
+			reason = why
+		}
 	}
 	rm.decideNew(ctx, v, d, keys, invitedBy, reason)
 }
@@ -343,6 +352,9 @@ func (rm *Room) decideNew(ctx context.Context, v *Visit, d *Decision, keys *toke
 func (rm *Room) admit(d *Decision, keys *token.Keyring, tok token.Token, now time.Time) {
 	rm.letIn(d, keys, tok, now)
 	rm.markTouched(tok.ID, now)
+	if d.hasKeyID && tok.ID == d.keyID && d.Settings.SessionMax > 0 {
+		rm.keyedSince.Mark(tok.ID, tok.Since) // key.go
+	}
 }
 
 // letIn gives tok's visitor a fresh admitted cookie, as admit does, on a session

@@ -150,3 +150,50 @@ func (rm *Room) decideAt(t *testing.T, v Visit, now time.Time) Decision {
 	rm.Decide(context.Background(), &v, &d)
 	return d
 }
+
+// A key's other devices are told that session_max ended the key's time, as the
+// device it was let in on is: the phone first seen on another instance, the tablet
+// let in on this instance's recent confirmation, and a client that keeps no cookie.
+func TestKeySessionMaxToldOnEveryDevice(t *testing.T) {
+	const sessionMax = 2 * time.Minute
+	for _, device := range []string{"phone on another instance", "tablet on this instance", "client without a cookie"} {
+		t.Run(device, func(t *testing.T) {
+			one := newKeyedRoom(t, 1, func(c *Config) { c.SessionMax, c.SessionTTL, c.QueueTTL = sessionMax, 5*time.Minute, 5*time.Minute })
+			two := New(&Config{Name: one.cfg.Name, Capacity: 1, SessionTTL: one.cfg.SessionTTL, QueueTTL: one.cfg.QueueTTL,
+				SessionMax: sessionMax, Secrets: one.cfg.Secrets, Store: one.cfg.Store, Clock: one.clk, Metrics: noMetrics{}})
+			start := one.clk.Now()
+			laptop := one.decide(Visit{Key: "alice"})
+			if laptop.Outcome != Admitted {
+				t.Fatalf("alice's laptop: %v, want admitted", laptop.Outcome)
+			}
+			if bob := one.decide(Visit{Key: "bob"}); bob.Outcome != Queued {
+				t.Fatalf("bob: %v, want queued", bob.Outcome)
+			}
+			cookie := ""
+			at := start.Add(30 * time.Second)
+			switch device {
+			case "phone on another instance":
+				phone := two.decideAt(t, Visit{Key: "alice"}, at)
+				cookie = string(phone.Cookie())
+			case "tablet on this instance":
+				// The laptop's request confirms the session here; the tablet comes
+				// within TouchEvery of it.
+				one.decide(Visit{Key: "alice", Cookie: string(laptop.Cookie()), Now: at})
+				tablet := one.decide(Visit{Key: "alice", Now: at.Add(time.Second)})
+				cookie = string(tablet.Cookie())
+			case "client without a cookie":
+				one.decide(Visit{Key: "alice", Cookie: string(laptop.Cookie()), Now: start.Add(sessionMax - 2*time.Second)})
+			}
+			if device != "client without a cookie" && cookie == "" {
+				t.Fatalf("the %s got no cookie", device)
+			}
+			end := start.Add(sessionMax + time.Second)
+			one.clk.set(end)
+			one.tick(context.Background()) // the store ends the session; bob is let in
+			d := one.decide(Visit{Key: "alice", Cookie: cookie, Now: end})
+			if d.Outcome != Queued || d.Reason != ReasonSessionMax {
+				t.Fatalf("the %s at session_max: %v with reason %q, want queued with reason %q", device, d.Outcome, d.Reason, ReasonSessionMax)
+			}
+		})
+	}
+}
