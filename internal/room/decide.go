@@ -225,6 +225,9 @@ func (rm *Room) decideAdmitted(ctx context.Context, v *Visit, d *Decision, keys 
 		rm.endSession(ctx, tok.ID)
 		return false, ReasonSessionMax
 	}
+	if tok.Keyed && !d.hasKeyID && !rm.keyedSessionHolds(ctx, v, tok) { // key.go
+		return false, ""
+	}
 	if rm.touchedRecently(tok.ID, now) {
 		d.Outcome, d.Visitor, d.Waited = Admitted, tok.ID, tok.Waited
 		return true, ""

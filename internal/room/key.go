@@ -164,6 +164,24 @@ func (rm *Room) keyedJoined(ctx context.Context, v *Visit, d *Decision, keys *to
 	return true
 }
 
+// keyedSessionHolds reports whether tok, a key's admitted cookie presented without
+// the key (a device that opened the key's hand-off code), is for the key's session
+// the store holds now, rather than one the key had before: the key's id is the same
+// for all its places, so only the time says which. The cookie's Since is at or after
+// its session's admission (the admission, or the request that came in on it), to the
+// second, and a later session of the key began after the earlier one ended. Such a
+// device asks the store on every request: this instance's recent confirmation of the
+// key may be of the key's new session, confirmed by its own devices. A store that
+// cannot say is taken to hold it, as an admitted cookie passes in an outage.
+func (rm *Room) keyedSessionHolds(ctx context.Context, v *Visit, tok token.Token) bool {
+	st, err := rm.cfg.Store.Status(ctx, tok.ID, v.Now)
+	if err != nil {
+		rm.storeError("status", err)
+		return true
+	}
+	return st.State != queue.Admitted || st.Since.IsZero() || tok.Since.Unix() >= st.Since.Unix()
+}
+
 // keyedRejoinLimit bounds the joins of one keyed request whose session keeps lapsing
 // between its join and its touch: a race, never a loop.
 const keyedRejoinLimit = 2
