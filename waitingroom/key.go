@@ -4,7 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/textproto"
 	"strings"
+	"sync/atomic"
+
+	"go.uber.org/zap"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -70,7 +74,67 @@ func (h *Handler) keyOf(r *http.Request) string {
 	if !ok || repl == nil {
 		return ""
 	}
-	return repl.ReplaceAll(h.Key, "")
+	key := repl.ReplaceAll(h.Key, "")
+	h.keyCheck.see(r, key, h.logger, h.Name)
+	return key
+}
+
+// keyCheck looks, on each keyed request, for what proves the room's key set up
+// wrong, and warns of each such mistake once. Neither can be seen in the room's own
+// configuration: what removes the client's header, or runs the authentication, is
+// another handler, which the room does not see. A request shows it for certain:
+//   - the header the key reads came more than once: a client's own copy was left
+//     beside the trusted one (or the trusted one was added, not set), and the key
+//     reads both, joined by a comma: a person of nobody's, or anyone's choosing;
+//   - the key reads {http.auth.user.*}, resolved empty, on a request that carries
+//     credentials (Authorization): the authentication runs after the room (at site
+//     level, waiting_room is ordered before basic_auth and forward_auth), so every
+//     visitor is only the cookie's.
+type keyCheck struct {
+	headers                  []string // the headers the key reads, canonical
+	auth                     bool     // the key reads the authenticated user
+	warnedHeader, warnedAuth atomic.Bool
+}
+
+// newKeyCheck reads what key reads.
+func newKeyCheck(key string) *keyCheck {
+	c := &keyCheck{auth: strings.Contains(key, "{http.auth.user.")}
+	const prefix = "{http.request.header."
+	for s := key; ; {
+		i := strings.Index(s, prefix)
+		if i < 0 {
+			break
+		}
+		s = s[i+len(prefix):]
+		end := strings.IndexByte(s, '}')
+		if end < 0 {
+			break
+		}
+		name := s[:end]
+		if j := strings.IndexByte(name, ':'); j >= 0 { // a default value
+			name = name[:j]
+		}
+		c.headers = append(c.headers, textproto.CanonicalMIMEHeaderKey(name))
+		s = s[end:]
+	}
+	return c
+}
+
+// see warns, once each, of what r proves wrong of the key it resolved to key.
+func (c *keyCheck) see(r *http.Request, key string, logger *zap.Logger, room string) {
+	if c == nil {
+		return
+	}
+	for _, name := range c.headers {
+		if len(r.Header[name]) > 1 && !c.warnedHeader.Swap(true) {
+			logger.Warn("the header the room's key reads came twice on one request: the client's own copy is not removed before the room, so a client can choose its key; remove it first (request_header -"+name+") and set the trusted value, never add it",
+				zap.String("room", room), zap.String("header", name))
+		}
+	}
+	if c.auth && key == "" && r.Header.Get("Authorization") != "" && !c.warnedAuth.Swap(true) {
+		logger.Warn("the room's key reads the authenticated user, but was empty on a request with credentials: the authentication runs after the room, so no request is keyed; put both in a route, the authentication first, or order waiting_room after it",
+			zap.String("room", room))
+	}
 }
 
 // keyTooLong answers a request whose key is longer than the room takes: 400, saying

@@ -172,6 +172,7 @@ type Handler struct {
 	page           *page.Writer // the operator's template, or the embedded page
 	logger         *zap.Logger
 	clock          room.Clock
+	keyCheck       *keyCheck // key.go; nil without a key
 	// config is the Done channel of the config the handler was provisioned in: the
 	// one thing every module of a loaded config shares and no other config does.
 	config <-chan struct{}
@@ -205,6 +206,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	if h.clock == nil {
 		h.clock = room.SystemClock{}
+	}
+	if h.Key != "" {
+		h.keyCheck = newKeyCheck(h.Key)
 	}
 	if h.SessionTTL == 0 {
 		h.SessionTTL = caddy.Duration(defaultSessionTTL)

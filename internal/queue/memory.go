@@ -113,7 +113,7 @@ func (s *MemoryStore) Join(_ context.Context, id VisitorID, now time.Time, lim L
 	if s.waiting == 0 && !lim.Hold && s.active.len < lim.Capacity && s.rateBudgetLocked(now, lim) != 0 {
 		s.visitors[id] = v
 		s.admitLocked(v, now, lim)
-		return Status{State: Admitted, Active: s.active.len}, nil
+		return Status{State: Admitted, Since: admittedAt(v), Active: s.active.len}, nil
 	}
 	if lim.NoQueue {
 		return Status{State: Rejected, Active: s.active.len, Waiting: s.waiting}, nil
@@ -138,7 +138,7 @@ func (s *MemoryStore) Status(_ context.Context, id VisitorID, now time.Time) (St
 // brings an away waiter back.
 func (s *MemoryStore) statusLocked(v *memVisitor, now time.Time) Status {
 	if v.state == Admitted {
-		return Status{State: Admitted, Active: s.active.len, Waiting: s.waiting}
+		return Status{State: Admitted, Since: admittedAt(v), Active: s.active.len, Waiting: s.waiting}
 	}
 	missed := v.missed
 	returned := s.hearLocked(v, now)

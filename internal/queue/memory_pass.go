@@ -60,7 +60,7 @@ func (s *MemoryStore) JoinPass(_ context.Context, id VisitorID, pass PassUse, no
 	s.visitors[id] = v
 	if admit {
 		s.admitLocked(v, now, lim)
-		return Status{State: Admitted, Active: s.active.len, Waiting: s.waiting}, true, nil
+		return Status{State: Admitted, Since: admittedAt(v), Active: s.active.len, Waiting: s.waiting}, true, nil
 	}
 	s.enqueuePassLocked(v)
 	return Status{State: Queued, Ticket: v.ticket, Position: s.positionLocked(v.ticket),

@@ -1,5 +1,7 @@
 package queue
 
+import "time"
+
 // admissionLink is an admitted visitor's place in the memory store's byAdmission list:
 // the admission time (v.at moves on with every touch) and its neighbours. Its 24
 // bytes take a visitor from the 64-byte allocation class to the 80-byte one, queued
@@ -55,4 +57,10 @@ func (s *MemoryStore) endSessionsLocked(nanos int64, lim Limits) {
 	for v := s.byAdmission.front; v != nil && v.admission.at+int64(lim.SessionMax) <= nanos; v = s.byAdmission.front {
 		s.removeLocked(v)
 	}
+}
+
+// admittedAt is when admitted visitor v's session began, to the millisecond as the
+// Redis store keeps it (Status.Since).
+func admittedAt(v *memVisitor) time.Time {
+	return time.UnixMilli(time.Unix(0, v.admission.at).UnixMilli())
 }

@@ -262,6 +262,11 @@ type Status struct {
 	State State
 	// Ticket is the waiter's ticket (Queued only). Tickets grow with arrival order.
 	Ticket uint64
+	// Since is when the session began, its admission (Admitted only), to the
+	// millisecond: what session_max counts from, kept by Move. The zero time when the
+	// store cannot say. It tells a key's other devices when the key's session began
+	// (internal/room/key.go).
+	Since time.Time
 	// Position is present waiters ahead + 1 (Queued only).
 	Position int
 	// Returned says the waiter was away and this call brought them back (Queued only).

@@ -57,6 +57,15 @@ func (c *TouchCache) Mark(id VisitorID, now time.Time) {
 	s.mu.Unlock()
 }
 
+// At reports the time recorded for id, if any.
+func (c *TouchCache) At(id VisitorID) (time.Time, bool) {
+	s := c.shard(id)
+	s.mu.RLock()
+	at, ok := s.at[id]
+	s.mu.RUnlock()
+	return time.Unix(0, at), ok
+}
+
 // Forget drops id, so that id's next request asks the store again.
 func (c *TouchCache) Forget(id VisitorID) {
 	s := c.shard(id)

@@ -294,8 +294,10 @@ func (rm *Room) Reset(ctx context.Context) error {
 		return fmt.Errorf("resetting room: %w", err)
 	}
 	rm.touched.Clear()
+	rm.keyedSince.Clear()
 	for _, sib := range rm.cfg.Siblings() {
 		sib.touched.Clear()
+		sib.keyedSince.Clear()
 	}
 	rm.applyNow(ctx)
 	return nil

@@ -203,8 +203,17 @@ func (rm *Room) decide(ctx context.Context, v *Visit, d *Decision) {
 			// The place was lost (queue_ttl): a new visitor, at the back.
 		}
 	}
-	if refusedSocket(v, d) || d.hasKeyID && rm.decideKeyed(ctx, v, d, keys) {
+	if refusedSocket(v, d) {
 		return
+	}
+	if d.hasKeyID {
+		decided, why := rm.decideKeyed(ctx, v, d, keys)
+		if decided {
+			return
+		}
+		if why != "" {
+			reason = why
+		}
 	}
 	rm.decideNew(ctx, v, d, keys, invitedBy, reason)
 }
@@ -217,6 +226,9 @@ func (rm *Room) decideAdmitted(ctx context.Context, v *Visit, d *Decision, keys 
 	if s.sessionOver(tok.Since, now) {
 		rm.endSession(ctx, tok.ID)
 		return false, ReasonSessionMax
+	}
+	if tok.Keyed && !d.hasKeyID && !rm.keyedSessionHolds(ctx, v, tok) { // key.go
+		return false, ""
 	}
 	if rm.touchedRecently(tok.ID, now) {
 		d.Outcome, d.Visitor, d.Waited = Admitted, tok.ID, tok.Waited
@@ -343,10 +355,19 @@ func (rm *Room) decideNew(ctx context.Context, v *Visit, d *Decision, keys *toke
 // waited tok.Waited, with or without a pass) and records that its session was just
 // confirmed with the store.
 func (rm *Room) admit(d *Decision, keys *token.Keyring, tok token.Token, now time.Time) {
+	rm.letIn(d, keys, tok, now)
+	rm.markTouched(tok.ID, now)
+	if d.hasKeyID && tok.ID == d.keyID && d.Settings.SessionMax > 0 {
+		rm.keyedSince.Mark(tok.ID, tok.Since) // key.go
+	}
+}
+
+// letIn gives tok's visitor a fresh admitted cookie, as admit does, on a session
+// confirmed before: it records no confirmation of its own.
+func (rm *Room) letIn(d *Decision, keys *token.Keyring, tok token.Token, now time.Time) {
 	tok.State, tok.Expires = queue.Admitted, now.Add(d.Settings.SessionTTL)
 	d.setCookie(keys, tok)
 	d.Outcome, d.Visitor, d.Waited = Admitted, tok.ID, tok.Waited
-	rm.markTouched(tok.ID, now)
 }
 
 // holdPlace gives waiter id (queued since, with a pass or not) a fresh queued cookie.

@@ -54,51 +54,70 @@ func (d *Decision) newVisitorID() queue.VisitorID {
 }
 
 // decideKeyed decides on a keyed request without a usable cookie when its key's
-// visitor holds a place the request need not join for, and reports whether it did.
-// An admitted visitor this instance confirmed within queue.TouchEvery is let in with
-// no store call. Otherwise only where joining would not find the place it asks the
-// store first: with proof_of_work on, a visitor who holds a place is not challenged
-// again for it; in invite_only mode, a visitor let in is not turned away for coming
-// without the pass; from an address at its max_joins_per_ip, a visitor who holds a
-// place is not refused for it (two devices behind one home router). Everywhere else
-// the join finds the place (keyedJoined), at no extra cost.
-func (rm *Room) decideKeyed(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring) bool {
+// visitor holds a place the request need not join for, and reports whether it did;
+// if not, reason says whether the key's session ended at session_max.
+//
+// An admitted visitor this instance confirmed with the store within
+// queue.TouchEvery is let in with no store call, and that confirmation is not
+// renewed by it: were a request without the cookie to renew it, a client that never
+// keeps the cookie would never be checked again, and no session_max, revoke, remove
+// or reset would end its session. So it is asked again TouchEvery after the store
+// last said, as a cookie's visitor is. Its cookie says when the key's session began,
+// as the store said (keyedSince), so that session_max ends it on every device at the
+// same time, from the cookie, and says so.
+//
+// Otherwise only where joining would not find the place it asks the store first:
+// with proof_of_work on, a visitor who holds a place is not challenged again for it;
+// in invite_only mode, a visitor let in is not turned away for coming without the
+// pass; from an address at its max_joins_per_ip, a visitor who holds a place is not
+// refused for it (two devices behind one home router). Everywhere else the join
+// finds the place (keyedJoined), at no extra cost.
+func (rm *Room) decideKeyed(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring) (decided bool, reason string) {
 	now, s, id := v.Now, d.Settings, d.keyID
 	if rm.touchedRecently(id, now) {
-		rm.admit(d, keys, token.Token{ID: id, Since: now, Waited: -1}, now)
-		return true
+		since := now
+		if at, ok := rm.keyedSince.At(id); ok && !at.After(now) {
+			since = at
+		}
+		if s.sessionOver(since, now) {
+			rm.endSession(ctx, id)
+			return false, ReasonSessionMax
+		}
+		rm.letIn(d, keys, token.Token{ID: id, Since: since, Waited: -1}, now)
+		return true, ""
 	}
 	capped := false
 	if cap := rm.cfg.PerIP; cap.MaxJoins > 0 {
 		capped = rm.ips.full(v.Addr, now, cap.MaxJoins, cap.JoinWindow)
 	}
 	if s.ProofOfWork == 0 && s.Mode != queue.ModeInviteOnly && !capped {
-		return false
+		return false, ""
 	}
 	st, err := rm.cfg.Store.Status(ctx, id, now)
 	if err != nil {
 		rm.storeError("status", err)
 		rm.degrade(d)
-		return true
+		return true, ""
 	}
 	switch {
 	case st.State == queue.Admitted:
-		return rm.keyedAdmitted(ctx, v, d, keys)
+		return rm.keyedAdmitted(ctx, v, d, keys, st.Since), ""
 	case st.State == queue.Queued && s.Mode != queue.ModeInviteOnly:
 		// In invite_only mode a waiter stays only with its pass (invitedOut), which
 		// the join with the pass finds again without spending a use.
 		rm.holdPlace(d, keys, id, now, now, false)
 		rm.queued(v, d, id, st, "", passNone)
-		return true
+		return true, ""
 	}
-	return false
+	return false, ""
 }
 
 // keyedAdmitted lets a keyed visitor the store holds admitted in on this device: the
 // touch keeps its session (and is its arrival, with arrive_ttl), and its new cookie
-// counts nothing. It reports false when the session lapsed meanwhile: the visitor is
-// new.
-func (rm *Room) keyedAdmitted(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring) bool {
+// counts nothing. since is when the store says the key's session began (zero when
+// it cannot say), which the cookie carries, so that the device's session_max is the
+// key's. It reports false when the session lapsed meanwhile: the visitor is new.
+func (rm *Room) keyedAdmitted(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring, since time.Time) bool {
 	active, err := rm.cfg.Store.Touch(ctx, d.keyID, v.Now)
 	if err != nil {
 		rm.storeError("touch", err)
@@ -108,7 +127,10 @@ func (rm *Room) keyedAdmitted(ctx context.Context, v *Visit, d *Decision, keys *
 	if !active {
 		return false
 	}
-	rm.admit(d, keys, token.Token{ID: d.keyID, Since: v.Now, Waited: -1}, v.Now)
+	if since.IsZero() || since.After(v.Now) {
+		since = v.Now
+	}
+	rm.admit(d, keys, token.Token{ID: d.keyID, Since: since, Waited: -1}, v.Now)
 	return true
 }
 
@@ -123,7 +145,7 @@ func (rm *Room) keyedJoined(ctx context.Context, v *Visit, d *Decision, keys *to
 		rm.degrade(d)
 		return true
 	}
-	if st.State == queue.Admitted && !rm.keyedAdmitted(ctx, v, d, keys) {
+	if st.State == queue.Admitted && !rm.keyedAdmitted(ctx, v, d, keys, st.Since) {
 		if _, err := rm.cfg.Store.Leave(ctx, d.keyID); err != nil {
 			rm.storeError("leave", err)
 			rm.degrade(d)
@@ -140,6 +162,24 @@ func (rm *Room) keyedJoined(ctx context.Context, v *Visit, d *Decision, keys *to
 		rm.queued(v, d, d.keyID, st, "", passNone)
 	}
 	return true
+}
+
+// keyedSessionHolds reports whether tok, a key's admitted cookie presented without
+// the key (a device that opened the key's hand-off code), is for the key's session
+// the store holds now, rather than one the key had before: the key's id is the same
+// for all its places, so only the time says which. The cookie's Since is at or after
+// its session's admission (the admission, or the request that came in on it), to the
+// second, and a later session of the key began after the earlier one ended. Such a
+// device asks the store on every request: this instance's recent confirmation of the
+// key may be of the key's new session, confirmed by its own devices. A store that
+// cannot say is taken to hold it, as an admitted cookie passes in an outage.
+func (rm *Room) keyedSessionHolds(ctx context.Context, v *Visit, tok token.Token) bool {
+	st, err := rm.cfg.Store.Status(ctx, tok.ID, v.Now)
+	if err != nil {
+		rm.storeError("status", err)
+		return true
+	}
+	return st.State != queue.Admitted || st.Since.IsZero() || tok.Since.Unix() >= st.Since.Unix()
 }
 
 // keyedRejoinLimit bounds the joins of one keyed request whose session keeps lapsing

@@ -33,8 +33,10 @@ type Room struct {
 	handoffs *rate.Limiter
 
 	// touched is when this instance last confirmed each visitor's session with the
-	// store.
-	touched queue.TouchCache
+	// store; keyedSince, with session_max on, when each key's session it confirmed
+	// began (key.go).
+	touched    queue.TouchCache
+	keyedSince queue.TouchCache
 	// drawn holds the keys of the event lotteries this instance knows are drawn.
 	drawn sync.Map
 
@@ -235,13 +237,18 @@ func (rm *Room) touchedRecently(id queue.VisitorID, now time.Time) bool {
 
 func (rm *Room) markTouched(id queue.VisitorID, now time.Time) { rm.touched.Mark(id, now) }
 
-func (rm *Room) forgetTouched(id queue.VisitorID) { rm.touched.Forget(id) }
+func (rm *Room) forgetTouched(id queue.VisitorID) {
+	rm.touched.Forget(id)
+	rm.keyedSince.Forget(id)
+}
 
 // pruneTouched drops cache entries of visitors whose sessions must have lapsed, so
 // the cache holds about the admitted visitors and no more.
 func (rm *Room) pruneTouched() {
 	now := rm.cfg.Clock.Now()
-	rm.touched.Prune(now.Add(-rm.Settings(now).SessionTTL).UnixNano())
+	s := rm.Settings(now)
+	rm.touched.Prune(now.Add(-s.SessionTTL).UnixNano())
+	rm.keyedSince.Prune(now.Add(-s.SessionMax - queue.TouchEvery).UnixNano())
 }
 
 // hubRoom is the room as its hub sees it (push.Room).

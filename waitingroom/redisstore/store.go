@@ -113,7 +113,7 @@ func toStatus(res []int64) (queue.Status, error) {
 	if len(res) != statusReply {
 		return queue.Status{}, fmt.Errorf("unexpected status reply %v", res)
 	}
-	return queue.Status{
+	st := queue.Status{
 		State:    queue.State(res[0]),
 		Ticket:   uint64(res[1]),
 		Position: int(res[2]),
@@ -122,7 +122,16 @@ func toStatus(res []int64) (queue.Status, error) {
 		Known:    res[3]&replyKnown != 0,
 		Active:   int(res[4]),
 		Waiting:  int(res[5]),
-	}, nil
+	}
+	if st.State == queue.Admitted {
+		// An admitted visitor's answer carries its admission time where a waiter's
+		// carries its ticket.
+		st.Ticket = 0
+		if res[1] > 0 {
+			st.Since = time.UnixMilli(res[1])
+		}
+	}
+	return st, nil
 }
 
 func (s *roomStore) Touch(ctx context.Context, id queue.VisitorID, now time.Time) (bool, error) {

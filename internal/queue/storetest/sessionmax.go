@@ -96,3 +96,41 @@ func testSessionMaxOff(t *testing.T, open Open) {
 	wantIDs(t, "Step once session_max is on", r.step(now, lim), waiter)
 	r.wantState(id, now, queue.Unknown)
 }
+
+// Every answer about an admitted visitor says when its session began, whoever asks
+// and however it was let in: a Join admitting it at once, a Join of its id known
+// already (a key's other device), Status, and a Move, which keeps the session. A
+// waiter's answer says none.
+func testAdmittedSaysSince(t *testing.T, open Open) {
+	r := newRoom(t, open)
+	lim := limits(2)
+	at := t0.Add(1500 * time.Millisecond)
+	id, st := r.join(at, lim)
+	if st.State != queue.Admitted || !st.Since.Equal(at) {
+		t.Fatalf("join admitting at once: %+v, want admitted since %v", st, at)
+	}
+	later := at.Add(7 * time.Second)
+	if !r.touch(id, later) {
+		t.Fatal("touch: not admitted")
+	}
+	if st := r.status(id, later); st.State != queue.Admitted || !st.Since.Equal(at) || st.Ticket != 0 {
+		t.Fatalf("status after a touch: %+v, want admitted since %v, no ticket", st, at)
+	}
+	if st := r.joinID(id, later, lim); !st.Known || !st.Since.Equal(at) {
+		t.Fatalf("join of the known id: %+v, want known, since %v", st, at)
+	}
+	to := queue.NewVisitorID()
+	if st, ok := r.move(id, to, later, lim); !ok || st.State != queue.Admitted || !st.Since.Equal(at) {
+		t.Fatalf("move: %+v %v, want the session moved, since %v", st, ok, at)
+	}
+	if st := r.status(to, later); !st.Since.Equal(at) {
+		t.Fatalf("status of the moved session: %+v, want since %v", st, at)
+	}
+	if _, st := r.join(later, lim); st.State != queue.Admitted {
+		t.Fatalf("the second slot: %+v, want admitted", st)
+	}
+	_, q := r.join(later, lim)
+	if q.State != queue.Queued || !q.Since.IsZero() {
+		t.Fatalf("a waiter: %+v, want queued with no since", q)
+	}
+}

@@ -36,6 +36,7 @@ func Run(t *testing.T, open Open) {
 		{"SessionExpiryFreesSlot", testSessionExpiryFreesSlot},
 		{"SessionMaxFreesSlot", testSessionMaxFreesSlot},
 		{"SessionMaxOff", testSessionMaxOff},
+		{"AdmittedSaysSince", testAdmittedSaysSince},
 		{"WaiterLiveness", testWaiterLiveness},
 		{"LivenessAcrossLongQueue", testLivenessAcrossLongQueue},
 		{"DeadHeadIsSkipped", testDeadHeadIsSkipped},

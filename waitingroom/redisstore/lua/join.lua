@@ -14,7 +14,8 @@
 --
 -- Returns six numbers per visitor, in order: {state, ticket, position, returned,
 -- active, waiting}. state is 0 unknown, 1 queued, 2 admitted, 3 rejected (no-queue);
--- ticket and position are 0 unless queued; returned is 1 for an away waiter heard
+-- ticket and position are 0 unless queued, but for an admitted visitor ticket is its
+-- admission time (admitted_at); returned is 1 for an away waiter heard
 -- again, 2 for a no-show back (step.lua), plus KNOWN (4) for an id known already (nothing
 -- joined: a keyed visitor on another device); active and waiting (present waiters) are
 -- the room as that visitor found it.
@@ -66,7 +67,7 @@ local function join(id, now)
   if latest then sweep_active(latest) end
   local again = seen[id]
   if again then return {again[1], again[2], again[3], KNOWN, active_count(), waiting} end
-  if redis.call('ZSCORE', active, id) then return {2, 0, 0, KNOWN, active_count(), waiting} end
+  if redis.call('ZSCORE', active, id) then return {2, admitted_at(id), 0, KNOWN, active_count(), waiting} end
   local t = redis.call('ZSCORE', queue, id)
   if t then
     -- Known and queued: its answer reads the room as it stands, the batch's pending
@@ -87,7 +88,7 @@ local function join(id, now)
       nactive = nactive + 1
       redis.call('HINCRBY', meta, 'admitted_total', 1)
       rate_record(now, rate_n, rate_per, 1)
-      return {2, 0, 0, 0, nactive, 0}
+      return {2, now, 0, 0, nactive, 0}
     end
   end
   if noqueue then return {3, 0, 0, 0, active_count(), waiting} end

@@ -50,7 +50,7 @@ if seen then
     if t then redis.call('HSET', arrive_tickets, to, t) end
   end
   mark()
-  return {2, 0, 0, 0, redis.call('ZCARD', active), present_count()}
+  return {2, admitted_at(to), 0, 0, redis.call('ZCARD', active), present_count()}
 end
 
 local t = redis.call('ZSCORE', queue, from)

@@ -26,7 +26,7 @@ local rate_n, rate_per, hold, noqueue = tonumber(ARGV[5]), tonumber(ARGV[6]), AR
 local uses, expires = tonumber(ARGV[9]), ARGV[10]
 
 expire_idle(now - sttl)
-if redis.call('ZSCORE', active, id) then return {2, 0, 0, KNOWN, redis.call('ZCARD', active), present_count(), 1} end
+if redis.call('ZSCORE', active, id) then return {2, admitted_at(id), 0, KNOWN, redis.call('ZCARD', active), present_count(), 1} end
 local t = redis.call('ZSCORE', queue, id)
 if t then
   local st = queued_status(tonumber(t), now)
@@ -57,7 +57,7 @@ if lane_waiting == 0 and not hold and nactive < cap and rate_budget(now, rate_n,
   admit(id, now)
   redis.call('HINCRBY', meta, 'admitted_total', 1)
   rate_record(now, rate_n, rate_per, 1)
-  return {2, 0, 0, 0, nactive + 1, present_count(), 1}
+  return {2, now, 0, 0, nactive + 1, present_count(), 1}
 end
 if noqueue then return {3, 0, 0, 0, nactive, present_count(), 1} end
 count_use()

@@ -60,6 +60,12 @@ local function admit(id, now)
   redis.call('ZADD', since, now, id)
 end
 
+-- When admitted visitor id's session began (unix ms), as the status answers carry it
+-- in the ticket's place (store.go, toStatus); 0 when since has no entry.
+local function admitted_at(id)
+  return tonumber(redis.call('ZSCORE', since, id) or 0)
+end
+
 -- How many more admissions the rate allows at now (-1: no rate limit). It forgets the
 -- admissions that left the window: a sliding window, exact at any instant.
 local function rate_budget(now, n, per)

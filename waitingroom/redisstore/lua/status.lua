@@ -7,11 +7,11 @@
 -- ARGV[2]      now: unix ms
 --
 -- Returns {state, ticket, position, returned, active, waiting}, as join.lua does for
--- each visitor; all zeros (state 0, unknown) for a visitor the room does not know,
+-- each visitor (for an admitted one, ticket is its admission time, admitted_at); all zeros (state 0, unknown) for a visitor the room does not know,
 -- and state 4 (moved) with zeros for one whose place moved to another device.
 
 local id, now = ARGV[1], tonumber(ARGV[2])
-if redis.call('ZSCORE', active, id) then return {2, 0, 0, 0, redis.call('ZCARD', active), present_count()} end
+if redis.call('ZSCORE', active, id) then return {2, admitted_at(id), 0, 0, redis.call('ZCARD', active), present_count()} end
 local t = redis.call('ZSCORE', queue, id)
 if not t then
   -- A mark counts only if no reset came since it was made (reset.lua).
