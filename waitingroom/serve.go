@@ -139,7 +139,7 @@ func (h *Handler) passAdmitted(w http.ResponseWriter, r *http.Request, next cadd
 		rw.obey()
 		rw.keepCookie()
 		if r.Context().Err() == nil { // a visitor who went away says nothing of the shop
-			h.room.Served(h.clock.Now().Sub(start), shopFailed(err))
+			h.room.Served(id, h.clock.Now().Sub(start), shopFailed(err))
 		}
 	}
 	return err
@@ -180,7 +180,7 @@ func (rw *revokeWatcher) WriteHeader(code int) {
 		return
 	}
 	rw.wroteHeader = true
-	rw.h.room.Served(rw.h.clock.Now().Sub(rw.start), code >= http.StatusInternalServerError)
+	rw.h.room.Served(rw.id, rw.h.clock.Now().Sub(rw.start), code >= http.StatusInternalServerError)
 	rw.obey()
 	rw.keepCookie()
 	rw.ResponseWriter.WriteHeader(code)
