@@ -77,7 +77,11 @@ func (m *meter) take() (read, all queue.Sample, total time.Duration) {
 // this period) is not read: the reading then holds the period's first visitors,
 // which are plenty for a p90.
 type visitorTable struct {
+	// Every request reads the epoch: it sits on a cache line of its own, away from the
+	// meter's total and the slots, which requests write.
+	_     [64]byte
 	epoch atomic.Uint64
+	_     [56]byte
 	slots [visitorSlots]atomic.Uint64
 }
 
