@@ -121,8 +121,9 @@ func TestMeasureSlowUploadFromTheWholeRequest(t *testing.T) {
 	}
 }
 
-// A shop that answers before it has read the whole body answered at once, as far as
-// the whole request goes; and a request without a body is timed from handing it on.
+// A shop that answers after reading part of a slow body is timed from the last of
+// it the shop read; one that never reads the body, and a request without one, from
+// handing it on.
 func TestMeasureAnswerBeforeTheBodyAndNoBody(t *testing.T) {
 	m := newMeasuredRoom(t)
 	sumBefore := m.sum()
@@ -130,6 +131,17 @@ func TestMeasureAnswerBeforeTheBodyAndNoBody(t *testing.T) {
 		m.clock.Advance(40 * time.Millisecond)
 		_, err := w.Write([]byte("ok"))
 		return err
+	}
+	readSome := func(w http.ResponseWriter, r *http.Request) error {
+		if _, err := io.ReadFull(r.Body, make([]byte, 3)); err != nil {
+			return err
+		}
+		m.clock.Advance(5 * time.Millisecond)
+		_, err := w.Write([]byte("too large"))
+		return err
+	}
+	if err := m.serve(context.Background(), http.MethodPost, &drip{clock: m.clock, left: 10, step: 100 * time.Millisecond}, readSome); err != nil {
+		t.Fatal(err)
 	}
 	if err := m.serve(context.Background(), http.MethodPost, strings.NewReader("unread"), answer); err != nil {
 		t.Fatal(err)
@@ -146,11 +158,11 @@ func TestMeasureAnswerBeforeTheBodyAndNoBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	count, failed := m.measured()
-	if count != m.before+3 || failed != 0 {
-		t.Fatalf("counted %v requests, %v failed; want 3, 0", count-m.before, failed)
+	if count != m.before+4 || failed != 0 {
+		t.Fatalf("counted %v requests, %v failed; want 4, 0", count-m.before, failed)
 	}
-	if got := m.sum() - sumBefore; got != 80*time.Millisecond {
-		t.Fatalf("total time %v, want the GETs' 40ms each and 0 for the early answer", got)
+	if got := m.sum() - sumBefore; got != 5*time.Millisecond+3*40*time.Millisecond {
+		t.Fatalf("total time %v, want 5ms for the body read in part and 40ms each for the others", got)
 	}
 }
 

@@ -160,23 +160,21 @@ func (h *Handler) passAdmitted(w http.ResponseWriter, r *http.Request, next cadd
 const statusClientClosed = 499
 
 // measure tells the room what the shop did with the request, answered now: its time
-// to first byte, counted from when it had the whole request (a slow upload is the
-// client's time, not the shop's; an answer before the whole body is an answer at
-// once), and whether it failed. Nothing is told when the shop is not the one who
-// answered for it: the client went away (the proxy records 499 then), or reading the
-// request's body failed (a malformed chunk, a client gone mid-upload, a body over a
-// limit): the client's doing or Caddy's, which the proxy answers 502 itself.
+// to first byte, counted from when it had the whole request, and whether it failed.
+// For a request with a body, that is from the last of the body the shop read (its
+// end, for a shop that reads it whole): a slow upload is the client's time, not the
+// shop's; a shop that answers without reading the body is timed from handing it on.
+// Nothing is told when the shop is not the one who answered for it: the client went
+// away (the proxy records 499 then), or reading the request's body failed (a
+// malformed chunk, a client gone mid-upload, a body over a limit): the client's
+// doing or Caddy's, which the proxy answers 502 itself.
 func (rw *revokeWatcher) measure(failed bool) {
 	if rw.body.failed.Load() || rw.r.Context().Err() != nil {
 		return
 	}
 	ttfb := rw.h.clock.Now().Sub(rw.start)
-	if rw.body.ReadCloser != nil {
-		if whole := rw.body.whole.Load(); whole == 0 {
-			ttfb = 0
-		} else {
-			ttfb -= time.Duration(whole - 1)
-		}
+	if got := rw.body.got.Load(); got != 0 {
+		ttfb -= time.Duration(got)
 	}
 	rw.h.room.Served(rw.id, max(ttfb, 0), failed)
 }
@@ -189,39 +187,25 @@ func clientClosed(err error) bool {
 }
 
 // requestBody is an admitted request's body as the next handler reads it: it notes
-// when the request was whole (its end read, or the body closed: what the shop has
-// then is all it gets) and whether reading it failed. The proxy reads it on a
-// goroutine of its own while the response's header may be written on the handler's,
-// hence the atomics.
+// when the shop last got something of it (bytes, or its end) and whether reading it
+// failed. The proxy reads it on a goroutine of its own while the response's header
+// may be written on the handler's, hence the atomics; a clock read per read of the
+// body is nothing beside the read.
 type requestBody struct {
 	io.ReadCloser
 	rw     *revokeWatcher // the request's, for its clock and start
-	whole  atomic.Int64   // when the body was whole, in nanoseconds after the request's start, plus 1; 0: not yet
+	got    atomic.Int64   // when the last read returned something, in nanoseconds after the request's start (0: none yet)
 	failed atomic.Bool    // reading it failed
 }
 
 func (b *requestBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err != nil {
-		if err == io.EOF {
-			b.done()
-		} else {
-			b.failed.Store(true)
-		}
+	if err != nil && err != io.EOF {
+		b.failed.Store(true)
+	} else if n > 0 || err == io.EOF {
+		b.got.Store(max(int64(b.rw.h.clock.Now().Sub(b.rw.start)), 1))
 	}
 	return n, err
-}
-
-func (b *requestBody) Close() error {
-	b.done()
-	return b.ReadCloser.Close()
-}
-
-// done notes, the first time, that the shop has the whole request.
-func (b *requestBody) done() {
-	if b.whole.Load() == 0 {
-		b.whole.CompareAndSwap(0, int64(b.rw.h.clock.Now().Sub(b.rw.start))+1)
-	}
 }
 
 // shopFailed says an error from the next handler is the shop's failure: any but one
