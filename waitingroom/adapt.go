@@ -11,8 +11,11 @@ import (
 )
 
 // Adapt turns on the adaptive capacity: the room measures, for every request it lets
-// through, the shop's time to first byte and whether it failed, and sets its capacity
-// to keep both under their targets. The configured capacity is where it starts. See
+// through, the shop's time to first byte (from when the shop had the whole request)
+// and whether it failed, and sets its capacity to keep both under their targets,
+// reading at most 8 of each visitor's requests a control period, so that one client
+// weighs as one visitor. What Caddy or the client did (a body that could not be read,
+// a client gone) is not counted. The configured capacity is where it starts. See
 // docs/adaptive-capacity.md.
 type Adapt struct {
 	// Latency is the target for the 90th percentile of the shop's time to first

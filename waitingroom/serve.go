@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -119,11 +120,12 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.
 }
 
 // passAdmitted hands the request on, watching the response for the upstream's revoke
-// command and timing it for the adaptive capacity (from start, when the request was
-// read, to its header); cookie says the room set its cookie on the response, which
-// then never goes to a shared cache (sharedcache.go). The watcher lives in the
-// request's visit when it has one, so an admitted request allocates one object for
-// both.
+// command and timing it for the adaptive capacity (from when the shop had the whole
+// request to its header: see measure); cookie says the room set its cookie on the
+// response, which then never goes to a shared cache (sharedcache.go). The watcher,
+// and the request body's watcher with it, live in the request's visit when it has
+// one, so an admitted request allocates one object for all three (none more for a
+// body).
 func (h *Handler) passAdmitted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, v *visit, id queue.VisitorID, cookie bool, start time.Time) error {
 	var rw *revokeWatcher
 	if v != nil {
@@ -132,17 +134,78 @@ func (h *Handler) passAdmitted(w http.ResponseWriter, r *http.Request, next cadd
 		rw = new(revokeWatcher)
 	}
 	*rw = revokeWatcher{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, r: r, id: id, cookie: cookie, start: start}
+	body := r.Body
+	// A request without content (a GET) has nothing to watch, whatever wraps its empty
+	// body (Caddy's access log does): it is whole when handed on.
+	if r.ContentLength != 0 && body != nil && body != http.NoBody {
+		rw.body.ReadCloser, rw.body.rw = body, rw
+		r.Body = &rw.body
+	}
 	err := next.ServeHTTP(rw, r)
+	r.Body = body
 	if !rw.wroteHeader {
 		// Nothing was written (an error, or a handler that wrote nothing): the command
 		// still counts, and still must not reach the client.
 		rw.obey()
 		rw.keepCookie()
-		if r.Context().Err() == nil { // a visitor who went away says nothing of the shop
-			h.room.Served(h.clock.Now().Sub(start), shopFailed(err))
+		if !clientClosed(err) {
+			rw.measure(shopFailed(err))
 		}
 	}
 	return err
+}
+
+// statusClientClosed is the status Caddy's proxy records for a request whose client
+// went away before the answer ("499 client closed request").
+const statusClientClosed = 499
+
+// measure tells the room what the shop did with the request, answered now: its time
+// to first byte, counted from when it had the whole request, and whether it failed.
+// For a request with a body, that is from the last of the body the shop read (its
+// end, for a shop that reads it whole): a slow upload is the client's time, not the
+// shop's; a shop that answers without reading the body is timed from handing it on.
+// Nothing is told when the shop is not the one who answered for it: the client went
+// away (the proxy records 499 then), or reading the request's body failed (a
+// malformed chunk, a client gone mid-upload, a body over a limit): the client's
+// doing or Caddy's, which the proxy answers 502 itself.
+func (rw *revokeWatcher) measure(failed bool) {
+	if rw.body.failed.Load() || rw.r.Context().Err() != nil {
+		return
+	}
+	ttfb := rw.h.clock.Now().Sub(rw.start)
+	if got := rw.body.got.Load(); got != 0 {
+		ttfb -= time.Duration(got)
+	}
+	rw.h.room.Served(rw.id, max(ttfb, 0), failed)
+}
+
+// clientClosed says the next handler's error is the client's going away (Caddy's
+// proxy returns it with the status 499 when it does not write it).
+func clientClosed(err error) bool {
+	var he caddyhttp.HandlerError
+	return err != nil && errors.As(err, &he) && he.StatusCode == statusClientClosed
+}
+
+// requestBody is an admitted request's body as the next handler reads it: it notes
+// when the shop last got something of it (bytes, or its end) and whether reading it
+// failed. The proxy reads it on a goroutine of its own while the response's header
+// may be written on the handler's, hence the atomics; a clock read per read of the
+// body is nothing beside the read.
+type requestBody struct {
+	io.ReadCloser
+	rw     *revokeWatcher // the request's, for its clock and start
+	got    atomic.Int64   // when the last read returned something, in nanoseconds after the request's start (0: none yet)
+	failed atomic.Bool    // reading it failed
+}
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.failed.Store(true)
+	} else if n > 0 || err == io.EOF {
+		b.got.Store(max(int64(b.rw.h.clock.Now().Sub(b.rw.start)), 1))
+	}
+	return n, err
 }
 
 // shopFailed says an error from the next handler is the shop's failure: any but one
@@ -169,6 +232,7 @@ type revokeWatcher struct {
 	wroteHeader                     bool
 	cookie                          bool      // the response carries the room's Set-Cookie
 	start                           time.Time // when the request was read, for its time to first byte
+	body                            requestBody
 }
 
 func (rw *revokeWatcher) WriteHeader(code int) {
@@ -180,7 +244,9 @@ func (rw *revokeWatcher) WriteHeader(code int) {
 		return
 	}
 	rw.wroteHeader = true
-	rw.h.room.Served(rw.h.clock.Now().Sub(rw.start), code >= http.StatusInternalServerError)
+	if code != statusClientClosed {
+		rw.measure(code >= http.StatusInternalServerError)
+	}
 	rw.obey()
 	rw.keepCookie()
 	rw.ResponseWriter.WriteHeader(code)

@@ -53,7 +53,7 @@ type ttfbCounts struct {
 func newTTFBHistogram() *ttfbHistogram {
 	return &ttfbHistogram{
 		desc: prometheus.NewDesc("caddy_waiting_room_upstream_ttfb_seconds",
-			"The shop's time to first byte for the requests of admitted visitors, from handing each on to its response's header (this instance).",
+			"The shop's time to first byte for the requests of admitted visitors, from when it had each whole (handed on, its body read) to its response's header (this instance).",
 			[]string{"room"}, nil),
 		rooms: map[string]*ttfbCounts{},
 	}

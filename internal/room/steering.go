@@ -56,11 +56,14 @@ func (rm *Room) steer(ctx context.Context, now time.Time, s *Settings, st *queue
 	sg := &rm.steering
 	period := periodOf(now)
 	if period != sg.reported {
-		sample, total := rm.meter.take()
-		rm.cfg.Metrics.Measured(&sample, total)
-		rm.cfg.History.measured(now, &sample)
+		// The metrics and the history show every request the shop answered; the
+		// control law reads each visitor's first requests of the period (meter.go).
+		sample, all, total := rm.meter.take()
+		rm.cfg.Metrics.Measured(&all, total)
+		rm.cfg.History.measured(now, &all)
 		// A sample taken across more than one period (the loop stalled, the store was
-		// down) says nothing of any one of them: it is dropped.
+		// down) says nothing of any one of them: it is dropped. The report is a
+		// sample as before (the previous release reads it): only what it counts is new.
 		if s.Adapt != nil && sg.reported == period-1 {
 			if err := rm.cfg.Store.Report(ctx, sg.reported, sample); err != nil {
 				rm.storeError("reporting measurements", err)

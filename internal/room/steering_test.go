@@ -71,11 +71,18 @@ func tickAll(rooms []*Room) {
 // moves the clock past the period's end and its grace and ticks the rooms, so the
 // period is reported and decided on.
 func runPeriod(rooms []*Room, clk *testClock, perRoom int, ttfb time.Duration) {
+	runPeriodWith(rooms, clk, func(rm *Room) {
+		for range perRoom {
+			rm.Served(queue.NewVisitorID(), ttfb, false)
+		}
+	})
+}
+
+// runPeriodWith is runPeriod with each room serving what serve has it serve.
+func runPeriodWith(rooms []*Room, clk *testClock, serve func(*Room)) {
 	tickAll(rooms) // each room now measures into this period
 	for _, rm := range rooms {
-		for range perRoom {
-			rm.Served(ttfb, false)
-		}
+		serve(rm)
 	}
 	next := periodStart(periodOf(clk.Now()) + 1)
 	clk.set(next.Add(time.Millisecond))
@@ -230,5 +237,43 @@ func TestPatchAdaptRefuses(t *testing.T) {
 	}
 	if info, _ := rm.Info(ctx); info.Adapt != nil || info.Capacity != 10 {
 		t.Errorf("after refused PATCHes: adapt %+v, capacity %d; want off, 10", info.Adapt, info.Capacity)
+	}
+}
+
+// One admitted visitor flooding a cheap page cannot outvote the visitors the shop is
+// slow for: the room full and a line waiting, nine visitors' pages take 600ms
+// against a 300ms target, and the flooder's thousands of 1ms requests weigh as
+// perVisitor of them. The capacity comes down; read by requests, it went up.
+func TestSteeringWeighsVisitorsNotRequests(t *testing.T) {
+	a := Adapt{Latency: 300 * time.Millisecond, Errors: 0.05, Min: 1, Max: 40}
+	rooms, clk, _ := fleet(t, 1, 10, a)
+	rm := rooms[0]
+	fill(t, rm, 12, clk.Now())
+	honest := make([]queue.VisitorID, 9)
+	for i := range honest {
+		honest[i] = queue.NewVisitorID()
+	}
+	flooder := queue.NewVisitorID()
+	runPeriodWith(rooms, clk, func(rm *Room) {
+		for _, id := range honest {
+			for range 3 {
+				rm.Served(id, 600*time.Millisecond, false)
+			}
+		}
+		for range 5000 {
+			rm.Served(flooder, time.Millisecond, false)
+		}
+	})
+	info, err := rm.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad := info.Adapt
+	if ad == nil || ad.Reason == nil {
+		t.Fatalf("no decision: %+v", ad)
+	}
+	if !strings.HasPrefix(*ad.Reason, "lowered: p90 ") || info.Capacity >= 10 || *ad.Requests != uint64(len(honest)*3+perVisitor) {
+		t.Fatalf("capacity %d, %q on %d requests: want lowered for the shop's slow pages, on %d requests (the flooder's %d of 5000)",
+			info.Capacity, *ad.Reason, *ad.Requests, len(honest)*3+perVisitor, perVisitor)
 	}
 }

@@ -7,13 +7,17 @@
 //	shop -addr 127.0.0.1:9000 -limit 8 -service 100ms
 //
 // A path ending in /done is the checkout: it answers with the room's revoke
-// command, ending the visitor's session. Every answer echoes the X-Capacity request
-// header, which the tests' Caddy sets from {http.waiting_room.capacity}.
+// command, ending the visitor's session. A path ending in /fast is a cheap page,
+// answered at once; one ending in /slow takes ?ms= milliseconds; neither waits for
+// the limit. Every request's body is read whole before it is answered, as a form
+// handler does. Every answer echoes the X-Capacity request header, which the tests'
+// Caddy sets from {http.waiting_room.capacity}.
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"math/rand/v2"
 	"net/http"
@@ -107,7 +111,21 @@ func main() {
 		fmt.Fprintln(w, "ok")
 	})
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			http.Error(w, "bad request body", http.StatusBadRequest)
+			return
+		}
 		w.Header().Set("X-Capacity", r.Header.Get("X-Capacity"))
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/fast"):
+			fmt.Fprintln(w, "item", r.URL.Path)
+			return
+		case strings.HasSuffix(r.URL.Path, "/slow"):
+			ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+			time.Sleep(time.Duration(ms) * time.Millisecond)
+			fmt.Fprintln(w, "item", r.URL.Path)
+			return
+		}
 		if strings.HasSuffix(r.URL.Path, "/done") {
 			w.Header().Set("Waiting-Room-Command", "revoke")
 			fmt.Fprintln(w, "thank you")
