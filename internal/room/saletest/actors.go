@@ -91,9 +91,29 @@ func (v *visitor) act(s *sale) {
 			v.shopEnd = now.Add(time.Duration(3+s.rng.IntN(12)) * time.Second)
 		}
 		v.next = now.Add(time.Duration(500+s.rng.IntN(2500)) * time.Millisecond)
+		if s.shop != nil {
+			v.fetchAssets(s)
+		}
 	default: // turned away, or not now: try again later
 		v.state = arriving
 		v.next = now.Add(5 * time.Second)
+	}
+}
+
+// pageAssets is how many requests a page the shop serves brings after it (its
+// styles, scripts, pictures, API calls): what gives the adaptive capacity's law
+// readings of honest visitors to move on.
+const pageAssets = 5
+
+// fetchAssets makes the requests of the page just let in, each to whichever
+// instance the load balancer picks, until one is not let in.
+func (v *visitor) fetchAssets(s *sale) {
+	for range pageAssets {
+		d, _ := s.visit(v.name, room.Visit{Cookie: v.dev.cookie, Addr: v.name})
+		v.dev.keep(&d)
+		if d.Outcome != room.Admitted {
+			return
+		}
 	}
 }
 

@@ -71,7 +71,7 @@ func (s *sale) visitOn(i int, who string, v room.Visit) room.Decision {
 	s.trace.add(s.clock.Now(), "i%d %s %s → %s", i, who, describe(&v), outcome(&d))
 	s.watch.request(s, i, &v, &d)
 	if s.shop != nil && d.Outcome == room.Admitted && !d.TellSocket {
-		s.shop.serve(s, i, who)
+		s.shop.serve(s, i, who, d.Visitor)
 	}
 	return d
 }

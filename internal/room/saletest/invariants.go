@@ -37,7 +37,9 @@ const (
 	noShowsLetTheHeadIn invariant = "no-shows cannot hold the head of the line"
 	// adaptFollowsTheShop: with adapt, a period's decision raises the capacity only
 	// when what the shop did for everyone but the flooders was within the targets,
-	// and lowers it only when it was not.
+	// and lowers it only when it was not, whenever the others weigh at least as
+	// much as the flooders in the reading (each visitor weighs at most
+	// meterPerVisitor requests an instance): flooders cannot outvote the rest.
 	adaptFollowsTheShop invariant = "capacity moves only on what the shop itself did"
 )
 
@@ -52,6 +54,10 @@ type watch struct {
 	ceiling int
 	// active is what the store held admitted at the last check.
 	active int
+	// patched is the capacity an operator's PATCH set, for the check after it: the
+	// PATCH's own admission step admits under it, and with adapt the law may lower
+	// it again in that step.
+	patched int
 	// confirmed is when the store last held each id admitted as an instance let it
 	// in; admittedIDs the same ids in the order first seen, for the operator's pick.
 	confirmed   map[queue.VisitorID]time.Time
@@ -121,9 +127,13 @@ func (w *watch) event(s *sale, what string) {
 	for i := range s.fleet {
 		capacity = max(capacity, s.settings(i).Capacity)
 	}
+	patched := w.patched
+	w.patched = 0
 	switch {
 	case st.Active <= capacity:
 		w.ceiling = capacity
+	case st.Active <= patched: // let in under the PATCH's capacity, lowered since
+		w.ceiling = st.Active
 	case st.Active > w.ceiling:
 		s.fail(capacityHeld, "after %s the store holds %d admitted: capacity %d in force, %d held when it last came down", what, st.Active, capacity, w.ceiling)
 	default:
@@ -308,6 +318,12 @@ func (w *watch) adapted(s *sale, i int, from int) {
 	// The law on the shop's own answers, in the room most ready to move: full, a
 	// line waiting, nothing else limiting.
 	r := room.Reading{Requests: honest.Count(), Failed: honest.Failed, P90: honest.Percentile(0.9), Active: from, Waiting: 1}
+	if flood := s.shop.floodWeight(d.Period); r.Requests < uint64(flood) {
+		// The flooders weigh more than the rest (several of them, or few others):
+		// the reading is theirs as much as anyone's.
+		s.trace.add(s.clock.Now(), "i%d adapt: the flooders weigh %d, the others %d: not checked", i, flood, r.Requests)
+		return
+	}
 	within := r.Requests > 0 && r.P90 <= set.Adapt.Latency && (r.Failed < 2 || r.ErrorShare() <= set.Adapt.Errors)
 	over := r.Requests > 0 && !within
 	// The reason says whether the law moved the capacity: from is this instance's

@@ -75,5 +75,8 @@ func (s *sale) operate() {
 		result = err.Error()
 	}
 	s.trace.add(s.clock.Now(), "i%d operator PATCH %s: %s", i, raw, result)
+	if c, ok := body["capacity"].(int); ok && err == nil {
+		s.watch.patched = c
+	}
 	s.watch.event(s, fmt.Sprintf("i%d PATCH", i))
 }
