@@ -10,7 +10,4 @@ var knownOpen = map[invariant]string{
 	socketIsNoArrival: "issue 40 item 1",
 	// A no-show is queued again first and keeps coming back first, turn after turn.
 	noShowsLetTheHeadIn: "issue 40 item 1",
-	// One admitted client's flood of a cheap page outvotes every other visitor's
-	// answers: the period reads the requests, not the visitors.
-	adaptFollowsTheShop: "issue 40 item 4",
 }
