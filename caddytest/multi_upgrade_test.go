@@ -1,6 +1,7 @@
 package caddytest
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -68,7 +69,20 @@ func TestMultiUpgradeSideBySide(t *testing.T) {
 	s.checkout(0) // h1: p1 in
 	s.checkout(0) // h2: p2 in
 	s.check("pass holders let in")
+	// w1's waiting socket, held by the previous release, is told of the turn that the
+	// checkout on this build frees (the store's Pub/Sub across the versions).
+	sock, err := s.line[0].g.socket(context.Background(), previous1.base, "/shop")
+	if err != nil {
+		t.Fatalf("w1's socket on %s: %v", previous1.name, err)
+	}
+	defer sock.CloseNow()
+	if m, err := readMessage(context.Background(), sock); err != nil || m.Type != "position" || m.Position != 1 {
+		t.Fatalf("w1's socket on %s: %+v (%v), want position 1", previous1.name, m, err)
+	}
 	s.checkout(0) // p1: w1 in
+	if err := awaitAdmitted(context.Background(), sock); err != nil {
+		t.Fatalf("w1's socket on %s after its turn came: %v", previous1.name, err)
+	}
 	s.join("w7", s.next(), "")
 	s.check("the sale goes on side by side")
 
