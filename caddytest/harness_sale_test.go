@@ -15,15 +15,16 @@ import (
 
 // A sale followed visitor by visitor, on a fleet that shares one Redis: the test keeps
 // its own record of who is inside and who waits in which order (pass holders first,
-// then everyone else, each in arrival order), sends every request to the next instance
-// in turn, so that what one instance gave out is always shown to another, and checks
-// the fleet against the record. With one request at a time, τ = 1 holds exactly: the
+// then everyone else, each in arrival order), sends each visitor's every request to
+// the instance after the one of its last request, so that what one instance gave a
+// visitor is always shown to another, and checks the fleet against the record. With one request at a time, τ = 1 holds exactly: the
 // next one in is the head of the line, and every waiter's position is its index + 1.
 
 // saleVisitor is one person of a sale.
 type saleVisitor struct {
 	name string
 	g    *guest
+	last int // the index in the fleet of the instance of its last request
 }
 
 type saleRecord struct {
@@ -37,7 +38,7 @@ type saleRecord struct {
 	line     []*saleVisitor // line[:passLane] hold a pass
 	passLane int
 	order    []string // who was let in, in order
-	turn     int
+	turn     int      // for arrivals
 
 	samples, maxActive atomic.Int64
 	sampleErr          atomic.Value // string: the first sampler error while Redis was up
@@ -72,18 +73,35 @@ func newSale(t *testing.T, f *fleet, room string, capacity int, rdb redis.Univer
 	return s
 }
 
-// next is the instance the next request goes to: each in turn.
+// next is the instance a new arrival goes to: each in turn.
 func (s *saleRecord) next() *node {
 	nd := s.f.nodes[s.turn%len(s.f.nodes)]
 	s.turn++
 	return nd
 }
 
+// nextFor is the instance v's next request goes to: the one after its last.
+func (s *saleRecord) nextFor(v *saleVisitor) *node {
+	v.last = (v.last + 1) % len(s.f.nodes)
+	return s.f.nodes[v.last]
+}
+
+// indexOf is nd's index in the fleet.
+func (s *saleRecord) indexOf(nd *node) int {
+	for i, n := range s.f.nodes {
+		if n == nd {
+			return i
+		}
+	}
+	s.t.Fatalf("%s is not in the fleet", nd.name)
+	return 0
+}
+
 // join brings a new visitor to nd, with a pass or none (""): let in when there is room
 // and nobody waits, otherwise queued at the end of its lane.
 func (s *saleRecord) join(name string, nd *node, pass string) *saleVisitor {
 	s.t.Helper()
-	v := &saleVisitor{name: name, g: newGuest()}
+	v := &saleVisitor{name: name, g: newGuest(), last: s.indexOf(nd)}
 	a, err := v.g.withPass(nd.base, "/shop", pass)
 	if err != nil {
 		s.t.Fatalf("%s arriving on %s: %v", name, nd.name, err)
@@ -112,20 +130,20 @@ func (s *saleRecord) join(name string, nd *node, pass string) *saleVisitor {
 	return v
 }
 
-// check asks the fleet about everyone, each on the next instance: every waiter at
+// check asks the fleet about everyone, each on its next instance: every waiter at
 // exactly its place, everyone inside still in, and the store (through each instance's
 // admin API, and read directly) counting as many of each.
 func (s *saleRecord) check(when string) {
 	s.t.Helper()
 	for i, v := range s.line {
-		nd := s.next()
+		nd := s.nextFor(v)
 		q, in, err := v.g.place(nd.base, "/shop")
 		if err != nil || in || q.Position != i+1 || q.Waiting != len(s.line) {
 			s.t.Fatalf("%s: %s on %s: admitted=%v %+v (%v), want queued at %d of %d", when, v.name, nd.name, in, q, err, i+1, len(s.line))
 		}
 	}
 	for _, v := range s.inside {
-		nd := s.next()
+		nd := s.nextFor(v)
 		if _, in, err := v.g.place(nd.base, "/shop/page"); err != nil || !in {
 			s.t.Fatalf("%s: %s, inside, on %s: not let through (%v)", when, v.name, nd.name, err)
 		}
@@ -147,13 +165,13 @@ func (s *saleRecord) check(when string) {
 	}
 }
 
-// checkout lets the i-th visitor inside check out on the next instance, then waits
-// for the freed slot to go to the head of the line (asked on the next instances in
+// checkout lets the i-th visitor inside check out on its next instance, then waits
+// for the freed slot to go to the head of the line (asked on its next instances in
 // turn), while the one behind the head is never let in.
 func (s *saleRecord) checkout(i int) {
 	s.t.Helper()
 	v := s.inside[i]
-	nd := s.next()
+	nd := s.nextFor(v)
 	if _, body, err := v.g.get(nd.base, "/shop/done", ""); err != nil || body != "done" {
 		s.t.Fatalf("%s checking out on %s: %q (%v)", v.name, nd.name, short(body), err)
 	}
@@ -164,13 +182,13 @@ func (s *saleRecord) checkout(i int) {
 	head := s.line[0]
 	waitFor(s.t, head.name+", at the head, to be let in after "+v.name+" checked out", func() bool {
 		if len(s.line) > 1 {
-			nd := s.next()
+			nd := s.nextFor(s.line[1])
 			q, in, err := s.line[1].g.place(nd.base, "/shop")
 			if err != nil || in || q.Position < 1 {
 				s.t.Fatalf("%s, second in line, on %s while %s's turn came: admitted=%v %+v (%v)", s.line[1].name, nd.name, head.name, in, q, err)
 			}
 		}
-		nd := s.next()
+		nd := s.nextFor(head)
 		q, in, err := head.g.place(nd.base, "/shop")
 		if err != nil || !in && q.Position != 1 {
 			s.t.Fatalf("%s, at the head, on %s: admitted=%v %+v (%v)", head.name, nd.name, in, q, err)
@@ -201,7 +219,7 @@ func (s *saleRecord) handoff(i int, ask, open *node) {
 	if code, body, err := old.g.get(ask.base, "/shop", "application/json"); err != nil || !strings.Contains(body, `"status":"moved"`) {
 		s.t.Fatalf("%s's old device on %s after the move: %d %q (%v), want told its place moved", old.name, ask.name, code, short(body), err)
 	}
-	s.line[i] = &saleVisitor{name: old.name + "'s phone", g: phone}
+	s.line[i] = &saleVisitor{name: old.name + "'s phone", g: phone, last: s.indexOf(open)}
 }
 
 // tryFleetRoom reads nd's room object, for a wait that tolerates a moment's error.

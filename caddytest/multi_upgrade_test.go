@@ -15,9 +15,9 @@ const saleSecret = "side-by-side-sale-secret-0123456789abcdef"
 // TestMultiUpgradeSideBySide upgrades a fleet of two in the middle of a sale, one
 // instance at a time, as an orchestrator's rolling update does: both instances start
 // on the previous release (testdata/previous-release, built from its commit), one is
-// replaced by this tree's build, then the other, on one real Redis. Every request goes
-// to the next instance in turn, so while the versions run side by side each reads what
-// the other gave out, in both directions: cookies of waiters and of sessions, passes
+// replaced by this tree's build, then the other, on one real Redis. Each visitor's
+// every request goes to the other instance than its last, so while the versions run
+// side by side each reads what the other gave out, in both directions: cookies of waiters and of sessions, passes
 // minted on one instance's admin API and used on the other, hand-off codes asked on one
 // and opened on the other, and the store's keys (each instance's admin API counts the
 // room as the sale has it). Throughout: nobody loses a place or a session, whichever
