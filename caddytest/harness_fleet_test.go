@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -285,4 +286,24 @@ func freeTCPPort(t testing.TB) int {
 func roomBlock(name, paths string, capacity int, store string, extra ...string) string {
 	return fmt.Sprintf("\t@%s path %s\n\twaiting_room @%s {\n\t\tname %s\n\t\tcapacity %d\n\t\tstore %s\n\t\t%s\n\t}\n",
 		name, paths, name, name, capacity, store, strings.Join(extra, "\n\t\t"))
+}
+
+// stop stops nd as an orchestrator does (SIGTERM: Caddy's graceful stop) and waits
+// until it has exited; a node that outlives the start deadline is killed and fails the
+// test.
+func (nd *node) stop(t testing.TB) {
+	t.Helper()
+	if !nd.alive() {
+		return
+	}
+	if err := nd.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("SIGTERM to %s: %v", nd.name, err)
+	}
+	select {
+	case <-nd.exited:
+	case <-time.After(startDeadline):
+		_ = nd.cmd.Process.Kill()
+		<-nd.exited
+		t.Fatalf("%s did not stop within %v of SIGTERM:\n%s", nd.name, startDeadline, tail(nd.log(), 4000))
+	}
 }

@@ -1,7 +1,8 @@
 // Package testredis starts real redis-server processes for tests: a standalone server
 // that can be stopped and restarted on the same port (for outage tests), and a
 // three-master Redis Cluster. Every server runs on a free loopback port in its own temp
-// dir, keeps nothing on disk and is stopped by t.Cleanup.
+// dir and is stopped by t.Cleanup. It keeps nothing on disk, except one started with
+// StartAOF, which writes an append-only file there and reads it back on a restart.
 //
 // When redis-server is not installed the test is skipped with a loud message, unless
 // the CI environment variable is set: then it fails, so a CI run never passes by
@@ -20,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -37,6 +39,7 @@ type Server struct {
 	port    int
 	dir     string
 	extra   []string
+	aof     bool
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	exited  chan struct{}
@@ -49,6 +52,18 @@ func Start(t testing.TB) *Server {
 	requireRedis(t)
 	port := freePort(t, false)
 	s := newServer(t, port, nil)
+	s.start()
+	return s
+}
+
+// StartAOF starts a standalone redis-server that persists as a sale needs it to:
+// appendonly yes with appendfsync everysec, its files in the server's own temp dir. A
+// Restart or a RestartGraceful reads them back on the same port.
+func StartAOF(t testing.TB) *Server {
+	t.Helper()
+	requireRedis(t)
+	s := newServer(t, freePort(t, false), nil)
+	s.aof = true
 	s.start()
 	return s
 }
@@ -69,14 +84,18 @@ func newServer(t testing.TB, port int, extra []string) *Server {
 
 func (s *Server) start() {
 	s.t.Helper()
+	appendonly := []string{"--appendonly", "no"}
+	if s.aof {
+		appendonly = []string{"--appendonly", "yes", "--appendfsync", "everysec"}
+	}
 	args := []string{
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
-		"--appendonly", "no",
 		"--dir", s.dir,
 		"--logfile", s.logFile,
 	}
+	args = append(args, appendonly...)
 	args = append(args, s.extra...)
 	cmd := exec.Command("redis-server", args...)
 	if err := cmd.Start(); err != nil {
@@ -123,10 +142,41 @@ func (s *Server) Stop() {
 	<-exited
 }
 
-// Restart starts the server again on the same port, empty (nothing is saved).
+// Restart kills the server (SIGKILL, a crash) and starts it again on the same port:
+// empty, or, for a StartAOF server, with what its append-only file had on disk.
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Stop()
+	s.start()
+}
+
+// Shutdown stops the server as an operator or an orchestrator does (SIGTERM: Redis
+// writes out and fsyncs its append-only file, then exits) and waits until it has
+// exited, bounded by the start timeout; past it, the server is killed and the test
+// fails.
+func (s *Server) Shutdown() {
+	s.t.Helper()
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(startTimeout):
+		_ = cmd.Process.Kill()
+		<-exited
+		s.t.Fatalf("redis-server on %s did not exit within %v of SIGTERM; log: %s", s.Addr, startTimeout, s.log())
+	}
+}
+
+// RestartGraceful is Shutdown, then a start on the same port and files.
+func (s *Server) RestartGraceful() {
+	s.t.Helper()
+	s.Shutdown()
 	s.start()
 }
 

@@ -27,3 +27,24 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("cluster info: %v\n%s", err, info)
 	}
 }
+
+// An AOF server gives back, after a graceful restart on the same port, what it was
+// told before; a plain one restarted the same way comes back empty.
+func TestServerAOFRestartGraceful(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		start func(testing.TB) *Server
+		want  string
+	}{{"aof", StartAOF, "v"}, {"plain", Start, ""}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.start(t)
+			if _, err := s.Do("SET", "k", "v"); err != nil {
+				t.Fatal(err)
+			}
+			s.RestartGraceful()
+			if v, err := s.Do("GET", "k"); err != nil || v != c.want {
+				t.Fatalf("after a graceful restart GET k = %q, %v; want %q", v, err, c.want)
+			}
+		})
+	}
+}
