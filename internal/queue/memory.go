@@ -83,7 +83,7 @@ type memVisitor struct {
 	pass       bool // queued in the pass lane
 	shown      bool // queued, and heard from since joining (or invited): kept away, not dropped
 	due        bool // admitted from the queue and not arrived yet (Limits.ArriveTTL)
-	missed     bool // queued again as a no-show, and not back yet
+	missed     bool // queued again as a no-show: its turn came while away, and a second miss loses the place
 	ticket     uint64
 	at         int64 // last seen (admitted) or last heard (queued), unix nanoseconds
 	prev, next *memVisitor
@@ -154,7 +154,7 @@ func (s *MemoryStore) hearLocked(v *memVisitor, now time.Time) bool {
 		s.refreshLocked(&s.heard, v, now)
 		return false
 	}
-	v.away, v.missed = false, false
+	v.away = false
 	s.gone.remove(v)
 	s.away--
 	s.setLiveLocked(v, 1)

@@ -15,8 +15,7 @@ for i = 2, #ARGV do
   if t then
     local off = tonumber(t) - base
     hear(off, r)
-    -- Back: a no-show's turn is no longer news, as in the memory store.
-    if revive(off, r) then redis.call('SETBIT', missed, off, 0) end
+    revive(off, r)
   end
 end
 return 0

@@ -149,7 +149,8 @@ local function queued_status(ticket, now)
   if revive(off, r) then
     returned = 1
     -- A no-show back (step.lua): its turn came while away, and it goes in first.
-    if redis.call('SETBIT', missed, off, 0) == 1 then returned = 2 end
+    -- The bit stays until it is let in, where step.lua marks its second turn.
+    if redis.call('GETBIT', missed, off) == 1 then returned = 2 end
   end
   local position = redis.call('BITCOUNT', live, 0, off, 'BIT')
   return {1, ticket, position, returned, redis.call('ZCARD', active), present_count()}
