@@ -15,8 +15,9 @@ import (
 // navigation the socket's "admitted" sets off). The store keeps who has not arrived,
 // and its Touch is the arrival; Step gives back the slot of one who has not arrived
 // within arrive_ttl and queues it again, away, where it goes first when it comes back
-// (queue.Limits.ArriveTTL). A visitor admitted at join has arrived: its request is
-// the one that joined.
+// (queue.Limits.ArriveTTL), once: missing that turn too loses the place, so a client
+// that only ever reopens the socket holds the head for two turns, not for ever. A
+// visitor admitted at join has arrived: its request is the one that joined.
 
 // CheckArrive refuses an arrive_ttl that would send back waiters who do arrive: a
 // page without a socket learns of its admission at its next poll (every
