@@ -284,3 +284,36 @@ func (tr *testRoom) info() room.Info {
 	}
 	return info
 }
+
+// A socket reopened with the admitted cookie an earlier socket was handed is no
+// arrival either: a client that only ever opens the waiting socket, keeping every
+// cookie the room gives it, is told it is in but gives the slot back at arrive_ttl,
+// and the waiter behind goes in.
+func TestSocketWithTheAdmittedCookieIsNoArrival(t *testing.T) {
+	tr := newTestRoomWith(t, 1, func(h *Handler) { h.SessionTTL = caddy.Duration(time.Hour) })
+	_, holder := tr.visit("", "")
+	_, a := tr.visit("", "application/json")
+	tr.queued(a)
+	_, b := tr.visit("", "application/json")
+	tr.revoke(holder)
+	tr.step()
+	d := tr.socket(a)
+	admitted := string(d.Cookie())
+	if d.Outcome != room.Admitted || admitted == "" {
+		t.Fatalf("a's socket: outcome %v, cookie %q; want admitted with a cookie", d.Outcome, admitted)
+	}
+	for range 6 {
+		tr.clock.Advance(5 * time.Second)
+		tr.queued(b) // b's page polls, so b is present throughout
+		if d := tr.socket(admitted); d.Outcome != room.Admitted || !d.TellSocket {
+			t.Fatalf("a's socket again with its admitted cookie: outcome %v, want admitted and told", d.Outcome)
+		}
+		tr.step()
+	}
+	if info := tr.info(); info.NoShows != 1 {
+		t.Fatalf("a only reopened its socket for 30s, yet %d no-shows, want 1", info.NoShows)
+	}
+	if w, _ := tr.visit(b, ""); w.Body.String() != "upstream" {
+		t.Fatalf("b after a's arrive_ttl: %q, want let in", w.Body.String())
+	}
+}

@@ -59,6 +59,40 @@ func (rm *Room) arrived(ctx context.Context, v *Visit, s *Settings, id queue.Vis
 	}
 }
 
+// socketOwesArrival says v is the waiting page's own socket, with arrive_ttl on: it
+// must not be taken for the arrival however it comes (see decideAdmittedSocket).
+// Another site's socket is refused later, and is left to the ordinary path.
+func socketOwesArrival(v *Visit, s *Settings) bool {
+	return v.Socket && !v.CrossSite && s.ArriveTTL > 0
+}
+
+// decideAdmittedSocket decides on the waiting page's socket opened with an admitted
+// cookie (the one an earlier socket was handed, say), and reports whether it did. It
+// asks the store where the visitor stands rather than touching it: a touch is the
+// arrival, and a client that only ever reopens the socket, keeping the cookies it is
+// given, would otherwise hold its slot for as long as it kept at it without ever
+// making a request through the room. Still let in, it is told so, and the
+// navigation that follows must reach the store; a no-show queued again is the
+// waiter back. Anything else (a session ended, a place moved) is left to the caller.
+func (rm *Room) decideAdmittedSocket(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring, tok token.Token) bool {
+	st, err := rm.cfg.Store.Status(ctx, tok.ID, v.Now)
+	switch {
+	case err != nil:
+		// The cookie is verified: told it is in, the page navigates, and that request
+		// is the arrival, or passes as an admitted visitor's does in an outage.
+		rm.storeError("status", err)
+		d.Outcome, d.Visitor, d.Waited = Admitted, tok.ID, tok.Waited
+	case st.State == queue.Admitted:
+		rm.admit(d, keys, tok, v.Now)
+		rm.forgetTouched(tok.ID)
+	case st.State == queue.Queued:
+		rm.noShowBack(v, d, keys, tok, st)
+	default:
+		return false
+	}
+	return true
+}
+
 // decideNoShow decides on a visitor whose admitted cookie the store no longer
 // confirms, in case it is a no-show queued again (its cookie came with the socket
 // told of the admission, and the navigation came too late): it is the queued waiter
@@ -71,6 +105,12 @@ func (rm *Room) decideNoShow(ctx context.Context, v *Visit, d *Decision, keys *t
 	if err != nil || st.State != queue.Queued {
 		return false
 	}
+	rm.noShowBack(v, d, keys, tok, st)
+	return true
+}
+
+// noShowBack decides on the no-show tok names, queued again (st): the waiter back.
+func (rm *Room) noShowBack(v *Visit, d *Decision, keys *token.Keyring, tok token.Token, st queue.Status) {
 	// The admitted cookie's Since is the admission; the wait began Waited before it.
 	since := tok.Since
 	if tok.Waited > 0 {
@@ -78,5 +118,4 @@ func (rm *Room) decideNoShow(ctx context.Context, v *Visit, d *Decision, keys *t
 	}
 	rm.holdPlace(d, keys, tok.ID, since, v.Now, tok.Pass)
 	rm.queued(v, d, tok.ID, st, "", passNone)
-	return true
 }

@@ -220,6 +220,9 @@ func (rm *Room) decideAdmitted(ctx context.Context, v *Visit, d *Decision, keys 
 		d.Outcome, d.Visitor, d.Waited = Admitted, tok.ID, tok.Waited
 		return true, ""
 	}
+	if socketOwesArrival(v, s) && rm.decideAdmittedSocket(ctx, v, d, keys, tok) { // arrive.go
+		return true, ""
+	}
 	active, err := rm.cfg.Store.Touch(ctx, tok.ID, now)
 	if err != nil {
 		// The cookie is verified: an admitted visitor keeps passing in an outage, and
