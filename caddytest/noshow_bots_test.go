@@ -2,15 +2,22 @@ package caddytest
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testredis"
 )
 
 // TestNoShowBotsCannotHoldTheLine: bot places that join with one request and then only
-// ever reopen the waiting socket with their cookie never arrive. Each is let in, misses
+// ever reopen the waiting socket with their cookie never arrive, whether they keep the
+// admitted cookie a socket told of its admission is given or not. Each is let in, misses
 // its turn (arrive_ttl), keeps it once and comes back first through its socket, misses
 // it again and loses the place; its socket is then a new visitor, at the end. A real
 // waiter behind them (polling as a page without a socket does) is let in after at most
@@ -23,6 +30,7 @@ func TestNoShowBotsCannotHoldTheLine(t *testing.T) {
 		name            string
 		capacity, bots  int
 		store, extra    string
+		keep            bool // the bots keep the cookies their sockets are given
 		room, path, url string
 	}
 	srv := testredis.Start(t)
@@ -31,6 +39,7 @@ func TestNoShowBotsCannotHoldTheLine(t *testing.T) {
 		{name: "capacity 3, 6 bots", capacity: 3, bots: 6, store: "memory"},
 		{name: "capacity 1, 2 bots, session_max", capacity: 1, bots: 2, store: "memory", extra: "session_max 15s"},
 		{name: "redis, capacity 3, 6 bots", capacity: 3, bots: 6, store: "redis redis://" + srv.Addr},
+		{name: "capacity 1, 2 bots keeping their sockets' cookies", capacity: 1, bots: 2, store: "memory", keep: true},
 	}
 	blocks := ""
 	for _, s := range sales {
@@ -73,7 +82,11 @@ func TestNoShowBotsCannotHoldTheLine(t *testing.T) {
 			for _, b := range bots {
 				wg.Go(func() {
 					for ctx.Err() == nil {
-						if c, err := b.socket(ctx, nd.base, s.path); err == nil {
+						open := b.socket
+						if s.keep {
+							open = b.keepingSocket
+						}
+						if c, err := open(ctx, nd.base, s.path); err == nil {
 							for {
 								if _, err := readMessage(ctx, c); err != nil {
 									break
@@ -99,7 +112,7 @@ func TestNoShowBotsCannotHoldTheLine(t *testing.T) {
 			// The waiter polls until the shop answers it; more no-shows than two per bot
 			// place before that fail the test, and so would a hang.
 			bound := 2 * s.bots
-			hang := time.Now().Add(4 * time.Minute)
+			hang := time.Now().Add(3 * time.Minute)
 			for {
 				q, in, err := waiter.place(nd.base, s.path)
 				if err != nil {
@@ -131,4 +144,29 @@ func TestNoShowBotsCannotHoldTheLine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keepingSocket opens the waiting socket as socket does, and keeps the cookies the
+// upgrade's answer sets, as a client with a cookie jar on its WebSocket would.
+func (g *guest) keepingSocket(ctx context.Context, base, path string) (*websocket.Conn, error) {
+	u, _ := url.Parse(base + path)
+	hdr := http.Header{}
+	for _, c := range g.client.Jar.Cookies(u) {
+		hdr.Add("Cookie", c.Name+"="+c.Value)
+	}
+	hdr.Set("Origin", base)
+	ctx, cancel := context.WithTimeout(ctx, eventDeadline)
+	defer cancel()
+	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+path, &websocket.DialOptions{
+		Subprotocols: []string{"waiting-room.v1"},
+		HTTPHeader:   hdr,
+		HTTPClient:   &http.Client{Transport: fleetTransport},
+	})
+	if resp != nil {
+		g.client.Jar.SetCookies(u, resp.Cookies())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("websocket to %s: %v", u, err)
+	}
+	return c, nil
 }
