@@ -27,11 +27,11 @@ import (
 // only guards a hang.
 func TestNoShowBotsCannotHoldTheLine(t *testing.T) {
 	type sale struct {
-		name            string
-		capacity, bots  int
-		store, extra    string
-		keep            bool // the bots keep the cookies their sockets are given
-		room, path, url string
+		name           string
+		capacity, bots int
+		store, extra   string
+		keep           bool // the bots keep the cookies their sockets are given
+		room, path     string
 	}
 	srv := testredis.Start(t)
 	sales := []*sale{
@@ -122,11 +122,12 @@ func TestNoShowBotsCannotHoldTheLine(t *testing.T) {
 					break
 				}
 				if n := noShowsOf(t, nd, s.room); n > bound {
-					t.Fatalf("the real waiter is still queued (%+v) after %d no-shows of %d bot places, want in after at most %d",
-						q, n, s.bots, bound)
+					t.Fatalf("the real waiter is still queued (position %d of %d) after %d no-shows of %d bot places, want in after at most %d",
+						q.Position, q.Waiting, n, s.bots, bound)
 				}
 				if time.Now().After(hang) {
-					t.Fatalf("the real waiter is still queued (%+v) at the hang guard", q)
+					t.Fatalf("the real waiter is still queued (position %d of %d, %d no-shows) at the hang guard",
+						q.Position, q.Waiting, noShowsOf(t, nd, s.room))
 				}
 				time.Sleep(500 * time.Millisecond)
 			}
