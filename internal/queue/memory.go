@@ -134,6 +134,23 @@ func (s *MemoryStore) Status(_ context.Context, id VisitorID, now time.Time) (St
 	return s.statusLocked(v, now), nil
 }
 
+func (s *MemoryStore) Listen(_ context.Context, id VisitorID, now time.Time) (Status, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.visitors[id]
+	switch {
+	case v == nil:
+		return s.movedStatusLocked(id, now), nil
+	case notBack(v):
+		return Status{State: Queued, Ticket: v.ticket, Missed: true, Active: s.active.len, Waiting: s.waiting}, nil
+	}
+	return s.statusLocked(v, now), nil
+}
+
+// notBack says v is a no-show queued again and away, which only a page request
+// brings back (Store.Listen).
+func notBack(v *memVisitor) bool { return v.state == Queued && v.away && v.missed }
+
 // statusLocked reports v's standing; for a waiter it also refreshes last-heard, which
 // brings an away waiter back.
 func (s *MemoryStore) statusLocked(v *memVisitor, now time.Time) Status {
@@ -180,7 +197,7 @@ func (s *MemoryStore) Heartbeat(_ context.Context, ids []VisitorID, now time.Tim
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range ids {
-		if v := s.visitors[id]; v != nil && v.state == Queued {
+		if v := s.visitors[id]; v != nil && v.state == Queued && !notBack(v) {
 			s.hearLocked(v, now)
 		}
 	}

@@ -40,6 +40,15 @@ type Store interface {
 	// it of a visitor who may never come.
 	Status(ctx context.Context, id VisitorID, now time.Time) (Status, error)
 
+	// Listen is Status as the waiting page's WebSocket asks it (on opening, and the
+	// hub for a socket whose waiter is in no position): the same answer, hearing from
+	// a waiter the same way, except for a no-show queued again and away (see Step): a
+	// socket alone is not coming back, so Listen neither brings it back nor hears from
+	// it, and reports it Queued at Position 0, Missed and not Returned. Only a page
+	// request (Status) brings it back, so a client that only ever reopens the socket
+	// has its turn once.
+	Listen(ctx context.Context, id VisitorID, now time.Time) (Status, error)
+
 	// Touch refreshes an admitted visitor's last-seen time, and marks one admitted from
 	// the queue as arrived (Limits.ArriveTTL). It reports false when the visitor is not
 	// admitted (session expired, revoked, removed, or a no-show sent back): the caller
@@ -59,8 +68,9 @@ type Store interface {
 	Move(ctx context.Context, from, to VisitorID, now time.Time, lim Limits) (Status, bool, error)
 
 	// Heartbeat marks waiters as heard from now, in one batch (the WebSocket hub calls it
-	// for all waiters connected to this instance), bringing back any who were away.
-	// Unknown ids are ignored.
+	// for all waiters connected to this instance), bringing back any who were away but
+	// a no-show queued again, which it leaves as it is (see Listen). Unknown ids are
+	// ignored.
 	Heartbeat(ctx context.Context, ids []VisitorID, now time.Time) error
 
 	// Leave removes a visitor, queued or admitted, and reports whether it was there.

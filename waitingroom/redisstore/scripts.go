@@ -58,7 +58,9 @@ import (
 // moment, in the pass lane (pass.go), so that coming back it goes in first whatever
 // the mode. A lane full or closed for the busy period puts it at its old ticket if
 // that is of this busy period (ahead of every later ticket), else at the back. That
-// turn is kept once: let in from it and missing it again, it loses the place.
+// turn is kept once: let in from it and missing it again, it loses the place. Only
+// status.lua for a page request brings it back: the waiting socket's status,
+// heartbeat.lua and hold.lua leave it away (queue.Store.Listen).
 //
 // An away waiter keeps its ticket: its live bit is clear, so it is in no position, in
 // no count of waiting, and never at the head; hearing from it sets the bit again. It

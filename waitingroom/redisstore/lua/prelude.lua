@@ -139,6 +139,12 @@ local function unqueue(id, ticket, base)
   end
 end
 
+-- Whether the waiter at offset off is a no-show queued again and away, which only a
+-- page request brings back (queue.Store.Listen): the waiting socket's calls leave it.
+local function not_back(off)
+  return redis.call('GETBIT', missed, off) == 1 and redis.call('GETBIT', live, off) == 0
+end
+
 -- {state, ticket, position, returned, active, waiting} of a queued waiter, heard now;
 -- returned is 2 for a no-show back.
 local function queued_status(ticket, now)
