@@ -317,3 +317,34 @@ func TestSocketWithTheAdmittedCookieIsNoArrival(t *testing.T) {
 		t.Fatalf("b after a's arrive_ttl: %q, want let in", w.Body.String())
 	}
 }
+
+// A socket alone is not coming back: the socket a no-show opens, with either cookie,
+// does not bring it back (the hub closes it, and the page polls); the page's request
+// does, first in line.
+func TestSocketAloneDoesNotBringANoShowBack(t *testing.T) {
+	tr := newTestRoomWith(t, 1, func(h *Handler) { h.SessionTTL = caddy.Duration(time.Hour) })
+	_, holder := tr.visit("", "")
+	_, a := tr.visit("", "application/json")
+	tr.queued(a)
+	tr.revoke(holder)
+	tr.step()
+	admitted := string(tr.socket(a).Cookie())
+	tr.clock.Advance(30 * time.Second)
+	tr.step()
+	for _, cookie := range []string{a, admitted} {
+		if d := tr.socket(cookie); d.Outcome != room.Queued || d.Status.Position != 0 || !d.Status.Missed {
+			t.Fatalf("the no-show's socket: outcome %v, %+v; want queued at position 0, missed", d.Outcome, d.Status)
+		}
+	}
+	tr.step()
+	if info := tr.info(); info.Away != 1 || info.Active != 0 || info.NoShows != 1 {
+		t.Fatalf("after the no-show's sockets: %d away, %d active, %d no-shows; want 1, 0, 1", info.Away, info.Active, info.NoShows)
+	}
+	if v := tr.queued(a); v.Position != 1 || !v.Returned || !v.Missed {
+		t.Fatalf("the no-show's poll: %+v, want position 1, returned, missed", v)
+	}
+	tr.step()
+	if w, _ := tr.visit(a, ""); w.Body.String() != "upstream" {
+		t.Fatalf("the no-show back: %q, want let in", w.Body.String())
+	}
+}

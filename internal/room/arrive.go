@@ -15,9 +15,10 @@ import (
 // navigation the socket's "admitted" sets off). The store keeps who has not arrived,
 // and its Touch is the arrival; Step gives back the slot of one who has not arrived
 // within arrive_ttl and queues it again, away, where it goes first when it comes back
-// (queue.Limits.ArriveTTL), once: missing that turn too loses the place, so a client
-// that only ever reopens the socket holds the head for two turns, not for ever. A
-// visitor admitted at join has arrived: its request is the one that joined.
+// (queue.Limits.ArriveTTL) with a request, once: missing that turn too loses the
+// place. The socket alone does not bring it back (status), so a client that only
+// ever reopens the socket has one turn. A visitor admitted at join has arrived: its
+// request is the one that joined.
 
 // CheckArrive refuses an arrive_ttl that would send back waiters who do arrive: a
 // page without a socket learns of its admission at its next poll (every
@@ -75,7 +76,7 @@ func socketOwesArrival(v *Visit, s *Settings) bool {
 // navigation that follows must reach the store; a no-show queued again is the
 // waiter back. Anything else (a session ended, a place moved) is left to the caller.
 func (rm *Room) decideAdmittedSocket(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring, tok token.Token) bool {
-	st, err := rm.cfg.Store.Status(ctx, tok.ID, v.Now)
+	st, err := rm.cfg.Store.Listen(ctx, tok.ID, v.Now)
 	switch {
 	case err != nil:
 		// The cookie is verified: told it is in, the page navigates, and that request
@@ -101,12 +102,24 @@ func (rm *Room) decideNoShow(ctx context.Context, v *Visit, d *Decision, keys *t
 	if d.Settings.ArriveTTL <= 0 || v.Socket && v.CrossSite {
 		return false
 	}
-	st, err := rm.cfg.Store.Status(ctx, tok.ID, v.Now)
+	st, err := rm.status(ctx, v, tok.ID)
 	if err != nil || st.State != queue.Queued {
 		return false
 	}
 	rm.noShowBack(v, d, keys, tok, st)
 	return true
+}
+
+// status asks the store where waiter id stands for request v: Listen for the
+// waiting page's socket, Status for a page request. Only a page request brings a
+// no-show queued again back: a socket alone is not coming back, so a client that
+// only ever reopens it has its turn once (its socket is closed as a lost place's,
+// and the page asks with a request).
+func (rm *Room) status(ctx context.Context, v *Visit, id queue.VisitorID) (queue.Status, error) {
+	if v.Socket {
+		return rm.cfg.Store.Listen(ctx, id, v.Now)
+	}
+	return rm.cfg.Store.Status(ctx, id, v.Now)
 }
 
 // noShowBack decides on the no-show tok names, queued again (st): the waiter back.

@@ -251,7 +251,7 @@ func (rm *Room) decideAdmitted(ctx context.Context, v *Visit, d *Decision, keys 
 // did; if not, the place was lost and the visitor is new again.
 func (rm *Room) decideQueued(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring, tok token.Token) bool {
 	now, s := v.Now, d.Settings
-	st, err := rm.cfg.Store.Status(ctx, tok.ID, now)
+	st, err := rm.status(ctx, v, tok.ID) // arrive.go
 	if err != nil {
 		rm.degrade(d)
 		return true
