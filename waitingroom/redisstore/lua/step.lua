@@ -258,6 +258,9 @@ end
 -- turn, which give_back_no_shows does not keep. A pick clears its live bit at once,
 -- since the next pick counts or scans live.
 local unheld, entered, tickets = {}, {}, {}
+-- Whether any no-show waits queued again, so that a line without one pays a command a
+-- step for the look, not one an admission.
+local any_missed = attl > 0 and redis.call('EXISTS', missed) == 1
 
 local function take(t)
   local h = heard_at(t - base)
@@ -277,7 +280,7 @@ local function take(t)
   n = #entered
   entered[n + 1], entered[n + 2] = now, id
   tickets[n + 1], tickets[n + 2] = id, t
-  if attl > 0 and redis.call('GETBIT', missed, t - base) == 1 then
+  if any_missed and redis.call('GETBIT', missed, t - base) == 1 then
     redis.call('SETBIT', missed, t - base, 0)
     tickets[n + 2] = -t
   end
