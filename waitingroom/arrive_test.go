@@ -284,3 +284,67 @@ func (tr *testRoom) info() room.Info {
 	}
 	return info
 }
+
+// A socket reopened with the admitted cookie an earlier socket was handed is no
+// arrival either: a client that only ever opens the waiting socket, keeping every
+// cookie the room gives it, is told it is in but gives the slot back at arrive_ttl,
+// and the waiter behind goes in.
+func TestSocketWithTheAdmittedCookieIsNoArrival(t *testing.T) {
+	tr := newTestRoomWith(t, 1, func(h *Handler) { h.SessionTTL = caddy.Duration(time.Hour) })
+	_, holder := tr.visit("", "")
+	_, a := tr.visit("", "application/json")
+	tr.queued(a)
+	_, b := tr.visit("", "application/json")
+	tr.revoke(holder)
+	tr.step()
+	d := tr.socket(a)
+	admitted := string(d.Cookie())
+	if d.Outcome != room.Admitted || admitted == "" {
+		t.Fatalf("a's socket: outcome %v, cookie %q; want admitted with a cookie", d.Outcome, admitted)
+	}
+	for range 6 {
+		tr.clock.Advance(5 * time.Second)
+		tr.queued(b) // b's page polls, so b is present throughout
+		if d := tr.socket(admitted); d.Outcome != room.Admitted || !d.TellSocket {
+			t.Fatalf("a's socket again with its admitted cookie: outcome %v, want admitted and told", d.Outcome)
+		}
+		tr.step()
+	}
+	if info := tr.info(); info.NoShows != 1 {
+		t.Fatalf("a only reopened its socket for 30s, yet %d no-shows, want 1", info.NoShows)
+	}
+	if w, _ := tr.visit(b, ""); w.Body.String() != "upstream" {
+		t.Fatalf("b after a's arrive_ttl: %q, want let in", w.Body.String())
+	}
+}
+
+// A socket alone is not coming back: the socket a no-show opens, with either cookie,
+// does not bring it back (the hub closes it, and the page polls); the page's request
+// does, first in line.
+func TestSocketAloneDoesNotBringANoShowBack(t *testing.T) {
+	tr := newTestRoomWith(t, 1, func(h *Handler) { h.SessionTTL = caddy.Duration(time.Hour) })
+	_, holder := tr.visit("", "")
+	_, a := tr.visit("", "application/json")
+	tr.queued(a)
+	tr.revoke(holder)
+	tr.step()
+	admitted := string(tr.socket(a).Cookie())
+	tr.clock.Advance(30 * time.Second)
+	tr.step()
+	for _, cookie := range []string{a, admitted} {
+		if d := tr.socket(cookie); d.Outcome != room.Queued || d.Status.Position != 0 || !d.Status.Missed {
+			t.Fatalf("the no-show's socket: outcome %v, %+v; want queued at position 0, missed", d.Outcome, d.Status)
+		}
+	}
+	tr.step()
+	if info := tr.info(); info.Away != 1 || info.Active != 0 || info.NoShows != 1 {
+		t.Fatalf("after the no-show's sockets: %d away, %d active, %d no-shows; want 1, 0, 1", info.Away, info.Active, info.NoShows)
+	}
+	if v := tr.queued(a); v.Position != 1 || !v.Returned || !v.Missed {
+		t.Fatalf("the no-show's poll: %+v, want position 1, returned, missed", v)
+	}
+	tr.step()
+	if w, _ := tr.visit(a, ""); w.Body.String() != "upstream" {
+		t.Fatalf("the no-show back: %q, want let in", w.Body.String())
+	}
+}

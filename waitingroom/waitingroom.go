@@ -84,10 +84,11 @@ type Handler struct {
 
 	// ArriveTTL is how long a waiter admitted from the queue has to arrive: to make a
 	// request through the room (the page's own WebSocket is none). One who has not
-	// gives the slot back, so the next waiter goes in, and keeps the turn: coming back
-	// within away_ttl after that, the waiter goes in first (and the page says so);
-	// with away_ttl 0 the turn is lost. A visitor admitted at once on arrival has
-	// arrived. 0 turns it off. At least 5s, and at least two polls of a page without
+	// gives the slot back, so the next waiter goes in, and keeps the turn once: coming
+	// back within away_ttl after that with a request (the WebSocket alone is none),
+	// the waiter goes in first (and the page says so); missing that turn too, or with
+	// away_ttl 0, the turn is lost and the next request is a new visitor's, at the
+	// back. A visitor admitted at once on arrival has arrived. 0 turns it off. At least 5s, and at least two polls of a page without
 	// a WebSocket (11s with the default queue_ttl). Default: 30s.
 	ArriveTTL *caddy.Duration `json:"arrive_ttl,omitempty"`
 

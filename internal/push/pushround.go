@@ -143,7 +143,7 @@ func (p *pushRound) fetch(ctx context.Context, hb *Hub, now time.Time, heartbeat
 		if p.positions[i] > 0 {
 			continue
 		}
-		status, err := hb.store.Status(ctx, w.id, now)
+		status, err := hb.store.Listen(ctx, w.id, now)
 		if err != nil {
 			hb.room.StoreError("status", err)
 			continue // settled at a later round
@@ -175,6 +175,12 @@ func (p *pushRound) apply(hb *Hub, now time.Time) {
 		case queue.Unknown:
 			hb.each(w.id, (*socket).lose)
 		case queue.Queued:
+			if status.Position == 0 {
+				// A no-show its socket alone does not bring back (queue.Store.Listen):
+				// the page asks with a request, which does.
+				hb.each(w.id, (*socket).miss)
+				continue
+			}
 			// Still queued under another ticket: an event's lottery reassigned them.
 			hb.retick(w.id, status.Ticket)
 			p.offerAll(hb, &o, w.ws, status.Position)

@@ -45,6 +45,10 @@ const (
 	// closeLost: the waiter's place is gone (left from another tab, expired, removed);
 	// the page polls and rejoins.
 	closeLost websocket.StatusCode = 4001
+	// closeMissed: the waiter's turn came while it was away (a no-show, queue.Limits.
+	// ArriveTTL) and the place is kept, but a socket alone does not bring it back
+	// (queue.Store.Listen); the page polls, and that request does.
+	closeMissed websocket.StatusCode = 4002
 )
 
 // Messages the server sends besides positions.
@@ -89,6 +93,7 @@ type socket struct {
 	message  string
 	admitted bool
 	lost     bool
+	missed   bool
 	left     bool
 	closing  bool
 	writing  bool // a writer goroutine is on its way or running
@@ -161,6 +166,9 @@ func (s *socket) admit() { s.settle(&s.admitted) }
 
 func (s *socket) lose() { s.settle(&s.lost) }
 
+// miss ends the socket of a no-show its socket alone does not bring back.
+func (s *socket) miss() { s.settle(&s.missed) }
+
 // leave ends the socket of a waiter who gave up the place from this page.
 func (s *socket) leave() { s.settle(&s.left) }
 
@@ -202,8 +210,9 @@ func (s *socket) write() {
 	for {
 		s.mu.Lock()
 		frame, note, admitted, lost, left, closing := s.pending, s.note, s.admitted, s.lost, s.left, s.closing
+		missed := s.missed
 		s.pending, s.note = nil, nil
-		s.done = admitted || lost || left || closing
+		s.done = admitted || lost || missed || left || closing
 		if frame == nil && note == nil && !s.done {
 			s.writing = false
 			s.mu.Unlock()
@@ -224,6 +233,8 @@ func (s *socket) write() {
 			s.c.Close(websocket.StatusServiceRestart, "reconnect")
 		case lost:
 			s.c.Close(closeLost, "place lost")
+		case missed:
+			s.c.Close(closeMissed, "turn missed")
 		case left:
 			s.c.Close(websocket.StatusNormalClosure, "left")
 		}
@@ -303,6 +314,13 @@ func (hb *Hub) Serve(w http.ResponseWriter, r *http.Request, id queue.VisitorID,
 	s.c, s.conn, s.raw, s.br = c, sb.conn, rawTCP(sb.conn), sb.br
 	if tc, ok := sb.conn.(*tls.Conn); ok {
 		s.underTLS = rawTCP(tc.NetConn())
+	}
+	if st.Position == 0 {
+		// A no-show its socket alone does not bring back (queue.Store.Listen): the
+		// page asks with a request, which does.
+		c.Close(closeMissed, "turn missed")
+		s.end()
+		return nil
 	}
 	if !hb.add(id, st.Ticket, s) {
 		c.Close(websocket.StatusServiceRestart, "reconnect")

@@ -19,7 +19,8 @@ import (
 // and a few hundred thousand.
 type Holder interface {
 	// Hold marks the waiters ids as held by this instance, heard from at now (an away
-	// one is back), and renews this instance's lease at now. Unknown ids are ignored.
+	// one is back, but a no-show queued again and away, which it leaves as it is: see
+	// Store.Listen), and renews this instance's lease at now. Unknown ids are ignored.
 	Hold(ctx context.Context, ids []VisitorID, now time.Time) error
 	// Release ends this instance's hold on ids (a waiter now held by another instance
 	// stays held there), hearing from them at now.

@@ -83,7 +83,7 @@ type memVisitor struct {
 	pass       bool // queued in the pass lane
 	shown      bool // queued, and heard from since joining (or invited): kept away, not dropped
 	due        bool // admitted from the queue and not arrived yet (Limits.ArriveTTL)
-	missed     bool // queued again as a no-show, and not back yet
+	missed     bool // queued again as a no-show: its turn came while away, and a second miss loses the place
 	ticket     uint64
 	at         int64 // last seen (admitted) or last heard (queued), unix nanoseconds
 	prev, next *memVisitor
@@ -134,6 +134,23 @@ func (s *MemoryStore) Status(_ context.Context, id VisitorID, now time.Time) (St
 	return s.statusLocked(v, now), nil
 }
 
+func (s *MemoryStore) Listen(_ context.Context, id VisitorID, now time.Time) (Status, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.visitors[id]
+	switch {
+	case v == nil:
+		return s.movedStatusLocked(id, now), nil
+	case notBack(v):
+		return Status{State: Queued, Ticket: v.ticket, Missed: true, Active: s.active.len, Waiting: s.waiting}, nil
+	}
+	return s.statusLocked(v, now), nil
+}
+
+// notBack says v is a no-show queued again and away, which only a page request
+// brings back (Store.Listen).
+func notBack(v *memVisitor) bool { return v.state == Queued && v.away && v.missed }
+
 // statusLocked reports v's standing; for a waiter it also refreshes last-heard, which
 // brings an away waiter back.
 func (s *MemoryStore) statusLocked(v *memVisitor, now time.Time) Status {
@@ -154,7 +171,7 @@ func (s *MemoryStore) hearLocked(v *memVisitor, now time.Time) bool {
 		s.refreshLocked(&s.heard, v, now)
 		return false
 	}
-	v.away, v.missed = false, false
+	v.away = false
 	s.gone.remove(v)
 	s.away--
 	s.setLiveLocked(v, 1)
@@ -180,7 +197,7 @@ func (s *MemoryStore) Heartbeat(_ context.Context, ids []VisitorID, now time.Tim
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range ids {
-		if v := s.visitors[id]; v != nil && v.state == Queued {
+		if v := s.visitors[id]; v != nil && v.state == Queued && !notBack(v) {
 			s.hearLocked(v, now)
 		}
 	}

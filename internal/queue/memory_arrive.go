@@ -26,10 +26,13 @@ func (s *MemoryStore) expectLocked(v *memVisitor, lim Limits) {
 // noShowsLocked gives back the slots of the visitors admitted ArriveTTL or longer
 // before nanos who have not arrived, and counts them. Each is queued again, away and
 // heard from at nanos, at the back of the pass lane: ahead of every ordinary waiter,
-// in every mode, so that coming back it goes in first; with nobody kept away it is
-// dropped. An expectation whose visitor arrived, left, or was admitted again since
-// is passed over. With ArriveTTL off the expectations are forgotten: the visitors
-// they name keep their slots as anyone admitted does.
+// in every mode, so that coming back it goes in first. That is kept once: a visitor
+// missing the turn it kept (v.missed) is dropped, as is every no-show when nobody is
+// kept away, so a place whose client never arrives (a bot that only reopens the
+// waiting socket) holds the head of the line for two turns, not for ever. An
+// expectation whose visitor arrived, left, or was admitted again since is passed
+// over. With ArriveTTL off the expectations are forgotten: the visitors they name
+// keep their slots as anyone admitted does.
 func (s *MemoryStore) noShowsLocked(nanos int64, lim Limits) int {
 	if lim.ArriveTTL <= 0 {
 		clear(s.expected)
@@ -48,7 +51,7 @@ func (s *MemoryStore) noShowsLocked(nanos int64, lim Limits) int {
 		v.due = false
 		s.active.remove(v)
 		s.byAdmission.remove(v)
-		if lim.AwayTTL <= lim.QueueTTL {
+		if v.missed || lim.AwayTTL <= lim.QueueTTL {
 			delete(s.visitors, v.id)
 			continue
 		}

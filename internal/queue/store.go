@@ -40,6 +40,15 @@ type Store interface {
 	// it of a visitor who may never come.
 	Status(ctx context.Context, id VisitorID, now time.Time) (Status, error)
 
+	// Listen is Status as the waiting page's WebSocket asks it (on opening, and the
+	// hub for a socket whose waiter is in no position): the same answer, hearing from
+	// a waiter the same way, except for a no-show queued again and away (see Step): a
+	// socket alone is not coming back, so Listen neither brings it back nor hears from
+	// it, and reports it Queued at Position 0, Missed and not Returned. Only a page
+	// request (Status) brings it back, so a client that only ever reopens the socket
+	// has its turn once.
+	Listen(ctx context.Context, id VisitorID, now time.Time) (Status, error)
+
 	// Touch refreshes an admitted visitor's last-seen time, and marks one admitted from
 	// the queue as arrived (Limits.ArriveTTL). It reports false when the visitor is not
 	// admitted (session expired, revoked, removed, or a no-show sent back): the caller
@@ -59,8 +68,9 @@ type Store interface {
 	Move(ctx context.Context, from, to VisitorID, now time.Time, lim Limits) (Status, bool, error)
 
 	// Heartbeat marks waiters as heard from now, in one batch (the WebSocket hub calls it
-	// for all waiters connected to this instance), bringing back any who were away.
-	// Unknown ids are ignored.
+	// for all waiters connected to this instance), bringing back any who were away but
+	// a no-show queued again, which it leaves as it is (see Listen). Unknown ids are
+	// ignored.
 	Heartbeat(ctx context.Context, ids []VisitorID, now time.Time) error
 
 	// Leave removes a visitor, queued or admitted, and reports whether it was there.
@@ -79,8 +89,11 @@ type Store interface {
 	// admitted from the queue ArriveTTL or longer ago who have not arrived (no Touch
 	// since): each is queued again as an away waiter, heard from now, in the pass lane
 	// (ahead of every ordinary waiter, in any mode), so that coming back within AwayTTL
-	// (Status: Returned and Missed) it goes in first. When nobody is kept away (AwayTTL
-	// at or below QueueTTL) it simply loses the place. StepResult.NoShows counts them.
+	// (Status: Returned and Missed) it goes in first. That is kept once: a no-show let
+	// in from the place it kept, and missing that turn too, loses the place, so a
+	// client that never arrives holds the head of the line for two turns at most. When
+	// nobody is kept away (AwayTTL at or below QueueTTL) a no-show simply loses the
+	// place. StepResult.NoShows counts them all.
 	Step(ctx context.Context, now time.Time, lim Limits) (StepResult, error)
 
 	// AdmitNow admits up to n present waiters from the head of the queue at once, beyond
@@ -168,9 +181,9 @@ type Limits struct {
 	QueueTTL time.Duration
 	// ArriveTTL, when above 0, is how long a waiter admitted from the queue (by Step
 	// or AdmitNow) has to arrive: to be confirmed by a Touch. Step gives back the slot
-	// of one who has not, and keeps the turn as an away waiter would (see
-	// memory_arrive.go and the Redis store's step). A visitor admitted at join has
-	// arrived.
+	// of one who has not, and keeps the turn as an away waiter would, once: a second
+	// miss loses it (see memory_arrive.go and the Redis store's step). A visitor
+	// admitted at join has arrived.
 	ArriveTTL time.Duration
 	// AwayTTL is how long, from when last heard from, a waiter keeps the place. A
 	// waiter heard from again before then is back at the same ticket: ahead of
@@ -272,7 +285,8 @@ type Status struct {
 	// Returned says the waiter was away and this call brought them back (Queued only).
 	Returned bool
 	// Missed says, with Returned, that the waiter's turn had come while away: it was
-	// admitted, did not arrive within ArriveTTL, and goes in first (Queued only).
+	// admitted, did not arrive within ArriveTTL, and goes in first; missing that turn
+	// too loses the place (Queued only).
 	Missed bool
 	// Active and Waiting are the room's counters as this call saw them (Join and
 	// Status), so an answer shows the room the visitor's own decision was made in.

@@ -15,8 +15,10 @@ import (
 // navigation the socket's "admitted" sets off). The store keeps who has not arrived,
 // and its Touch is the arrival; Step gives back the slot of one who has not arrived
 // within arrive_ttl and queues it again, away, where it goes first when it comes back
-// (queue.Limits.ArriveTTL). A visitor admitted at join has arrived: its request is
-// the one that joined.
+// (queue.Limits.ArriveTTL) with a request, once: missing that turn too loses the
+// place. The socket alone does not bring it back (status), so a client that only
+// ever reopens the socket has one turn. A visitor admitted at join has arrived: its
+// request is the one that joined.
 
 // CheckArrive refuses an arrive_ttl that would send back waiters who do arrive: a
 // page without a socket learns of its admission at its next poll (every
@@ -58,6 +60,40 @@ func (rm *Room) arrived(ctx context.Context, v *Visit, s *Settings, id queue.Vis
 	}
 }
 
+// socketOwesArrival says v is the waiting page's own socket, with arrive_ttl on: it
+// must not be taken for the arrival however it comes (see decideAdmittedSocket).
+// Another site's socket is refused later, and is left to the ordinary path.
+func socketOwesArrival(v *Visit, s *Settings) bool {
+	return v.Socket && !v.CrossSite && s.ArriveTTL > 0
+}
+
+// decideAdmittedSocket decides on the waiting page's socket opened with an admitted
+// cookie (the one an earlier socket was handed, say), and reports whether it did. It
+// asks the store where the visitor stands rather than touching it: a touch is the
+// arrival, and a client that only ever reopens the socket, keeping the cookies it is
+// given, would otherwise hold its slot for as long as it kept at it without ever
+// making a request through the room. Still let in, it is told so, and the
+// navigation that follows must reach the store; a no-show queued again is the
+// waiter back. Anything else (a session ended, a place moved) is left to the caller.
+func (rm *Room) decideAdmittedSocket(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring, tok token.Token) bool {
+	st, err := rm.cfg.Store.Listen(ctx, tok.ID, v.Now)
+	switch {
+	case err != nil:
+		// The cookie is verified: told it is in, the page navigates, and that request
+		// is the arrival, or passes as an admitted visitor's does in an outage.
+		rm.storeError("status", err)
+		d.Outcome, d.Visitor, d.Waited = Admitted, tok.ID, tok.Waited
+	case st.State == queue.Admitted:
+		rm.admit(d, keys, tok, v.Now)
+		rm.forgetTouched(tok.ID)
+	case st.State == queue.Queued:
+		rm.noShowBack(v, d, keys, tok, st)
+	default:
+		return false
+	}
+	return true
+}
+
 // decideNoShow decides on a visitor whose admitted cookie the store no longer
 // confirms, in case it is a no-show queued again (its cookie came with the socket
 // told of the admission, and the navigation came too late): it is the queued waiter
@@ -66,10 +102,28 @@ func (rm *Room) decideNoShow(ctx context.Context, v *Visit, d *Decision, keys *t
 	if d.Settings.ArriveTTL <= 0 || v.Socket && v.CrossSite {
 		return false
 	}
-	st, err := rm.cfg.Store.Status(ctx, tok.ID, v.Now)
+	st, err := rm.status(ctx, v, tok.ID)
 	if err != nil || st.State != queue.Queued {
 		return false
 	}
+	rm.noShowBack(v, d, keys, tok, st)
+	return true
+}
+
+// status asks the store where waiter id stands for request v: Listen for the
+// waiting page's socket, Status for a page request. Only a page request brings a
+// no-show queued again back: a socket alone is not coming back, so a client that
+// only ever reopens it has its turn once (its socket is closed as a lost place's,
+// and the page asks with a request).
+func (rm *Room) status(ctx context.Context, v *Visit, id queue.VisitorID) (queue.Status, error) {
+	if v.Socket {
+		return rm.cfg.Store.Listen(ctx, id, v.Now)
+	}
+	return rm.cfg.Store.Status(ctx, id, v.Now)
+}
+
+// noShowBack decides on the no-show tok names, queued again (st): the waiter back.
+func (rm *Room) noShowBack(v *Visit, d *Decision, keys *token.Keyring, tok token.Token, st queue.Status) {
 	// The admitted cookie's Since is the admission; the wait began Waited before it.
 	since := tok.Since
 	if tok.Waited > 0 {
@@ -77,5 +131,4 @@ func (rm *Room) decideNoShow(ctx context.Context, v *Visit, d *Decision, keys *t
 	}
 	rm.holdPlace(d, keys, tok.ID, since, v.Now, tok.Pass)
 	rm.queued(v, d, tok.ID, st, "", passNone)
-	return true
 }

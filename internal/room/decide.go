@@ -234,6 +234,9 @@ func (rm *Room) decideAdmitted(ctx context.Context, v *Visit, d *Decision, keys 
 		d.Outcome, d.Visitor, d.Waited = Admitted, tok.ID, tok.Waited
 		return true, ""
 	}
+	if socketOwesArrival(v, s) && rm.decideAdmittedSocket(ctx, v, d, keys, tok) { // arrive.go
+		return true, ""
+	}
 	active, err := rm.cfg.Store.Touch(ctx, tok.ID, now)
 	if err != nil {
 		// The cookie is verified: an admitted visitor keeps passing in an outage, and
@@ -262,7 +265,7 @@ func (rm *Room) decideAdmitted(ctx context.Context, v *Visit, d *Decision, keys 
 // did; if not, the place was lost and the visitor is new again.
 func (rm *Room) decideQueued(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring, tok token.Token) bool {
 	now, s := v.Now, d.Settings
-	st, err := rm.cfg.Store.Status(ctx, tok.ID, now)
+	st, err := rm.status(ctx, v, tok.ID) // arrive.go
 	if err != nil {
 		rm.degrade(d)
 		return true

@@ -37,9 +37,12 @@ import (
 //	arrive         ZSET  visitor id -> admitted at, unix ms: the visitors admitted from
 //	                     the queue who have not arrived (no touch yet), for arrive_ttl
 //	arrive_tickets HASH  visitor id -> the ticket it was admitted at, for the same
-//	                     visitors (both empty while arrive_ttl is off)
+//	                     visitors (both empty while arrive_ttl is off); negated for a
+//	                     no-show let in from the place it kept, whose second miss
+//	                     loses the place (a release that does not know this reads it
+//	                     as a ticket of an older busy period and queues it at the back)
 //	missed         STRING bitmap, bit (ticket-base) set while that ticket's waiter is
-//	                     a no-show queued again and not back yet
+//	                     a no-show queued again and not let in since
 //
 // base and epoch restart whenever a ticket is issued into an empty queue (no waiter
 // present or away), so the bitmaps and heard only span the tickets of the current busy
@@ -54,7 +57,10 @@ import (
 // arrive_ttl) gives its slot back in step.lua and is queued again away, heard at that
 // moment, in the pass lane (pass.go), so that coming back it goes in first whatever
 // the mode. A lane full or closed for the busy period puts it at its old ticket if
-// that is of this busy period (ahead of every later ticket), else at the back.
+// that is of this busy period (ahead of every later ticket), else at the back. That
+// turn is kept once: let in from it and missing it again, it loses the place. Only
+// status.lua for a page request brings it back: the waiting socket's status,
+// heartbeat.lua and hold.lua leave it away (queue.Store.Listen).
 //
 // An away waiter keeps its ticket: its live bit is clear, so it is in no position, in
 // no count of waiting, and never at the head; hearing from it sets the bit again. It

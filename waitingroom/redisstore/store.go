@@ -94,7 +94,16 @@ func (s *roomStore) runUntil(ctx context.Context, callerDeadline time.Time, scri
 }
 
 func (s *roomStore) Status(ctx context.Context, id queue.VisitorID, now time.Time) (queue.Status, error) {
-	res, err := s.runKeys(ctx, s.withMark(id), statusScript, id[:], now.UnixMilli()).Int64Slice()
+	return s.status(ctx, id, now, 0)
+}
+
+func (s *roomStore) Listen(ctx context.Context, id queue.VisitorID, now time.Time) (queue.Status, error) {
+	return s.status(ctx, id, now, 1)
+}
+
+// status runs status.lua; socket 1 is Listen's.
+func (s *roomStore) status(ctx context.Context, id queue.VisitorID, now time.Time, socket int) (queue.Status, error) {
+	res, err := s.runKeys(ctx, s.withMark(id), statusScript, id[:], now.UnixMilli(), socket).Int64Slice()
 	if err != nil {
 		return queue.Status{}, fmt.Errorf("reading visitor status: %w", err)
 	}
@@ -109,16 +118,25 @@ const statusReply = 6
 // for an id known already (queue.Status.Known); the bits below it are returned's own.
 const replyKnown = 4
 
+// The returned number's own values (below replyKnown): back from away, a no-show
+// back, and a no-show a socket alone did not bring back (status.lua).
+const (
+	returnedBack    = 1
+	returnedMissed  = 2
+	returnedNotBack = 3
+)
+
 func toStatus(res []int64) (queue.Status, error) {
 	if len(res) != statusReply {
 		return queue.Status{}, fmt.Errorf("unexpected status reply %v", res)
 	}
+	r := res[3] &^ replyKnown
 	st := queue.Status{
 		State:    queue.State(res[0]),
 		Ticket:   uint64(res[1]),
 		Position: int(res[2]),
-		Returned: res[3]&^replyKnown >= 1,
-		Missed:   res[3]&^replyKnown == 2,
+		Returned: r == returnedBack || r == returnedMissed,
+		Missed:   r == returnedMissed || r == returnedNotBack,
 		Known:    res[3]&replyKnown != 0,
 		Active:   int(res[4]),
 		Waiting:  int(res[5]),

@@ -80,6 +80,10 @@ func Run(t *testing.T, open Open) {
 		{"NoShowPlaceExpires", testNoShowPlaceExpires},
 		{"NoShowIntoEmptyLine", testNoShowIntoEmptyLine},
 		{"NoShowFirstInRandomMode", testNoShowFirstInRandomMode},
+		{"NoShowKeptOnce", testNoShowKeptOnce},
+		{"NoShowKeptOnceAcrossAnEmptyLine", testNoShowKeptOnceAcrossAnEmptyLine},
+		{"NoShowsCannotHoldTheHead", testNoShowsCannotHoldTheHead},
+		{"SocketAloneIsNotComingBack", testSocketAloneIsNotComingBack},
 		{"PassHoldersGoFirst", testPassHoldersGoFirst},
 		{"PassAdmitsAtJoin", testPassAdmitsAtJoin},
 		{"PassUsesAreCounted", testPassUsesAreCounted},
@@ -134,6 +138,15 @@ func (r room) status(id queue.VisitorID, now time.Time) queue.Status {
 	st, err := r.s.Status(context.Background(), id, now)
 	if err != nil {
 		r.t.Fatalf("Status: %v", err)
+	}
+	return st
+}
+
+func (r room) listen(id queue.VisitorID, now time.Time) queue.Status {
+	r.t.Helper()
+	st, err := r.s.Listen(context.Background(), id, now)
+	if err != nil {
+		r.t.Fatalf("Listen: %v", err)
 	}
 	return st
 }

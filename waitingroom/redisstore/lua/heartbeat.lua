@@ -1,4 +1,5 @@
--- heartbeat.lua: hears every id that is queued, bringing back the away ones.
+-- heartbeat.lua: hears every id that is queued, bringing back the away ones but a
+-- no-show queued again, which only a page request brings back (status.lua).
 --
 -- KEYS[1..16]  the room's keys (prelude.lua)
 -- ARGV, after the deadline (prelude.lua):
@@ -14,9 +15,10 @@ for i = 2, #ARGV do
   local t = redis.call('ZSCORE', queue, ARGV[i])
   if t then
     local off = tonumber(t) - base
-    hear(off, r)
-    -- Back: a no-show's turn is no longer news, as in the memory store.
-    if revive(off, r) then redis.call('SETBIT', missed, off, 0) end
+    if not not_back(off) then
+      hear(off, r)
+      revive(off, r)
+    end
   end
 end
 return 0

@@ -23,10 +23,23 @@ redis.call('HSET', leases, slot, now)
 local base, epoch = epoch_of()
 if not base or #ARGV < 3 then return slot end
 local r = rel(now, epoch)
-local mine, lives, offs, heards = {}, {}, {}, {}
+-- The queued ids' offsets, and their missed bits in one BITFIELD (none when no
+-- no-show waits): a no-show queued again and away is left as it is, since only a
+-- page request brings it back (status.lua); its live bit is read only then.
+local queued, gets = {}, {}
 for _, t in ipairs(redis.call('ZMSCORE', queue, unpack(ARGV, 3))) do
   if t then
     local off = tonumber(t) - base
+    queued[#queued + 1] = off
+    local n = #gets
+    gets[n + 1], gets[n + 2], gets[n + 3] = 'GET', 'u1', off
+  end
+end
+if #queued == 0 then return slot end
+local mine, lives, offs, heards = {}, {}, {}, {}
+local ms = redis.call('EXISTS', missed) == 1 and redis.call('BITFIELD', missed, unpack(gets)) or {}
+for i, off in ipairs(queued) do
+  if (ms[i] or 0) == 0 or redis.call('GETBIT', live, off) == 1 then
     local n = #mine
     mine[n + 1], mine[n + 2], mine[n + 3], mine[n + 4] = 'SET', 'u16', '#' .. off, slot
     lives[n + 1], lives[n + 2], lives[n + 3], lives[n + 4] = 'SET', 'u1', off, 1

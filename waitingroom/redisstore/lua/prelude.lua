@@ -145,6 +145,12 @@ local function unqueue(id, ticket, base)
   end
 end
 
+-- Whether the waiter at offset off is a no-show queued again and away, which only a
+-- page request brings back (queue.Store.Listen): the waiting socket's calls leave it.
+local function not_back(off)
+  return redis.call('GETBIT', missed, off) == 1 and redis.call('GETBIT', live, off) == 0
+end
+
 -- {state, ticket, position, returned, active, waiting} of a queued waiter, heard now;
 -- returned is 2 for a no-show back.
 local function queued_status(ticket, now)
@@ -155,7 +161,8 @@ local function queued_status(ticket, now)
   if revive(off, r) then
     returned = 1
     -- A no-show back (step.lua): its turn came while away, and it goes in first.
-    if redis.call('SETBIT', missed, off, 0) == 1 then returned = 2 end
+    -- The bit stays until it is let in, where step.lua marks its second turn.
+    if redis.call('GETBIT', missed, off) == 1 then returned = 2 end
   end
   local position = redis.call('BITCOUNT', live, 0, off, 'BIT')
   return {1, ticket, position, returned, redis.call('ZCARD', active), present_count()}

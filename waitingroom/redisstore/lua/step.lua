@@ -71,8 +71,11 @@ end
 
 -- Gives back the slots of the visitors admitted here attl or longer before now who
 -- have not arrived (touch.lua takes an arrival off arrive), queues each again (with
--- a place kept, keep > qttl) or lets it go, and returns how many. A visitor whose
--- session ended meanwhile is no no-show. With attl 0 (off) what waits is forgotten.
+-- a place kept, keep > qttl) or lets it go, and returns how many. A turn is kept
+-- once: one let in from the place it kept (its ticket negated in arrive_tickets, see
+-- take) lets it go, so a client that never arrives holds the head for two turns, not
+-- for ever. A visitor whose session ended meanwhile is no no-show. With attl 0 (off)
+-- what waits is forgotten.
 local function give_back_no_shows(now, attl, qttl, keep)
   if attl <= 0 then
     redis.call('DEL', arrive, arrive_tickets)
@@ -86,7 +89,7 @@ local function give_back_no_shows(now, attl, qttl, keep)
     if redis.call('ZREM', active, id) == 1 then
       redis.call('ZREM', since, id)
       n = n + 1
-      if keep > qttl then requeue_missed(id, t, now) end
+      if keep > qttl and t >= 0 then requeue_missed(id, t, now) end
     end
   end
   if n > 0 then redis.call('HINCRBY', meta, 'no_shows', n) end
@@ -250,9 +253,14 @@ end
 
 -- What the admissions write once the picks are made, each kind in one command: the
 -- held bits to clear, the admitted ids' (now, id) pairs for active and since (and
--- arrive), and their (id, ticket) pairs for arrive_tickets. A pick clears its live
--- bit at once, since the next pick counts or scans live.
+-- arrive), and their (id, ticket) pairs for arrive_tickets, the ticket negated for a
+-- no-show let in from the place it kept (its missed bit, cleared here): its second
+-- turn, which give_back_no_shows does not keep. A pick clears its live bit at once,
+-- since the next pick counts or scans live.
 local unheld, entered, tickets = {}, {}, {}
+-- Whether any no-show waits queued again, so that a line without one pays a command a
+-- step for the look, not one an admission.
+local any_missed = attl > 0 and redis.call('EXISTS', missed) == 1
 
 local function take(t)
   local h = heard_at(t - base)
@@ -272,6 +280,10 @@ local function take(t)
   n = #entered
   entered[n + 1], entered[n + 2] = now, id
   tickets[n + 1], tickets[n + 2] = id, t
+  if any_missed and redis.call('GETBIT', missed, t - base) == 1 then
+    redis.call('SETBIT', missed, t - base, 0)
+    tickets[n + 2] = -t
+  end
   free = free - 1
 end
 
