@@ -203,3 +203,40 @@ func TestKeyedHandoffSessionDoesNotOwnTheNextSession(t *testing.T) {
 		}
 	}
 }
+
+// The cost of the bound, held here so that it is known: a kiosk whose page waits on
+// a live WebSocket sends no requests, so nothing renews its cookie, though the hub
+// hears from the place all along. Past away_ttl from the socket's opening its cookie
+// does not open: when its turn comes and it loads the shop, it is a new visitor, and
+// the key's own device is let in.
+func TestKeyedHandoffKioskOnASocketAloneLosesItsHold(t *testing.T) {
+	const away = 10 * time.Minute
+	k := newKeyedRoom(t, 1, func(c *Config) { c.SessionTTL, c.AwayTTL = time.Hour, away })
+	ctx := context.Background()
+	start := k.clk.Now()
+	filler := k.decide(Visit{})
+	laptop := k.decide(Visit{Key: "alice"})
+	code := k.decide(Visit{Key: "alice", Cookie: string(laptop.Cookie()), HandoffNew: true}).Handoff
+	kiosk := k.decide(Visit{Handoff: code, Page: true})
+	socket := k.decide(Visit{Cookie: string(kiosk.Cookie()), Socket: true})
+	if socket.Outcome != Queued || socket.Visitor != laptop.Visitor {
+		t.Fatalf("the kiosk's socket: %v as %v, want alice's place", socket.Outcome, socket.Visitor)
+	}
+	for at := 20 * time.Second; at <= away+time.Minute; at += 20 * time.Second {
+		k.clk.set(start.Add(at))
+		if err := k.cfg.Store.Heartbeat(ctx, []queue.VisitorID{laptop.Visitor}, k.clk.Now()); err != nil { // the hub
+			t.Fatal(err)
+		}
+	}
+	k.Revoke(ctx, filler.Visitor)
+	k.tick(ctx)
+	if st, err := k.cfg.Store.Status(ctx, laptop.Visitor, k.clk.Now()); err != nil || st.State != queue.Admitted {
+		t.Fatalf("alice's place at its turn: %v (%v), want admitted", st.State, err)
+	}
+	if d := k.decide(Visit{Cookie: string(socket.Cookie())}); d.Visitor == laptop.Visitor {
+		t.Fatalf("the kiosk loading the shop %v after its socket opened: %v on alice's place, want a new visitor (its cookie lasts %v)", k.clk.Now().Sub(start), d.Outcome, away)
+	}
+	if d := k.decide(Visit{Key: "alice", Cookie: string(laptop.Cookie())}); d.Outcome != Admitted || d.Visitor != laptop.Visitor {
+		t.Fatalf("alice's laptop at her turn: %v as %v, want let in", d.Outcome, d.Visitor)
+	}
+}
