@@ -1,9 +1,19 @@
 package waitingroom
 
 import (
+	"context"
+	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
 // useCodeAs opens a hand-off link as a JSON client of account ("" for none) with
@@ -46,5 +56,61 @@ func TestKeyedDeviceTakesNoOtherPlace(t *testing.T) {
 	own := codeOf(t, tr.askHandoff(bob).HandoffURL)
 	if w, _ := tr.useCodeAs(own, "bob", ""); decodeView(t, w).Position != 2 || decodeView(t, w).Handoff != "" {
 		t.Fatalf("bob opening his own code on another device: %s, want at 2 with no note", w.Body.String())
+	}
+}
+
+// A device without the key that opened the key's code (a kiosk) holds the key's place
+// for away_ttl from its last request, and the opening of its waiting page's WebSocket
+// is one: the upgrade's answer carries the cookie renewed (issue 40, item 7). The
+// key's own devices keep the queued cookie's 24 hours.
+func TestKioskCookieRenewedBySocket(t *testing.T) {
+	tr := newKeyedTestRoom(t, 1)
+	srv := keyedServer(t, tr)
+	tr.visitAs("", "") // the holder of the one slot
+	_, laptop, _ := tr.visitAs("alice", "")
+	if tok := tr.tokenOf(laptop); !tok.Keyed || !tok.Expires.Equal(tr.clock.Now().Add(token.QueuedLife)) {
+		t.Fatalf("alice's own cookie: %+v, want the key's for %v", tok, token.QueuedLife)
+	}
+	r, _ := http.NewRequest(http.MethodGet, srv.URL+"/tickets", nil)
+	r.Header.Set("Accept", "application/json")
+	r.Header.Set(accountHeader, "alice")
+	r.Header.Set(handoffHeader, "new")
+	r.Header.Set("Cookie", tr.h.Cookie.Name+"="+laptop)
+	resp, err := srv.Client().Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a handoffAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || a.HandoffURL == "" {
+		t.Fatalf("alice asking for a code: %d, %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	_, kiosk := tr.useCodeAs(codeOf(t, a.HandoffURL), "", "")
+	away := time.Duration(*tr.h.AwayTTL)
+	if tok := tr.tokenOf(kiosk); tok.ID != tr.tokenOf(laptop).ID || !tok.Keyed || !tok.Expires.Equal(tr.clock.Now().Add(away)) {
+		t.Fatalf("the kiosk's cookie: %+v, want alice's place for away_ttl (%v)", tok, away)
+	}
+
+	tr.clock.Advance(away / 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, up, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/tickets", &websocket.DialOptions{
+		Subprotocols: []string{push.Subprotocol}, HTTPHeader: http.Header{"Cookie": {tr.h.Cookie.Name + "=" + kiosk}},
+	})
+	if err != nil {
+		t.Fatalf("the kiosk's socket: %v", err)
+	}
+	defer c.CloseNow()
+	renewed := ""
+	for _, ck := range (&http.Response{Header: up.Header}).Cookies() {
+		if ck.Name == tr.h.Cookie.Name {
+			renewed = ck.Value
+		}
+	}
+	if renewed == "" {
+		t.Fatalf("the kiosk's socket upgrade (%d) set no cookie", up.StatusCode)
+	}
+	if tok := tr.tokenOf(renewed); tok.ID != tr.tokenOf(laptop).ID || !tok.Keyed || !tok.Expires.Equal(tr.clock.Now().Add(away)) {
+		t.Fatalf("the kiosk's cookie from its socket: %+v, want alice's place for away_ttl from now", tok)
 	}
 }

@@ -374,8 +374,23 @@ func (rm *Room) letIn(d *Decision, keys *token.Keyring, tok token.Token, now tim
 }
 
 // holdPlace gives waiter id (queued since, with a pass or not) a fresh queued cookie.
+//
+// A device that holds a key's place without presenting the key (it opened the key's
+// hand-off code: a kiosk) holds it only while it keeps the place alive itself: its
+// cookie lasts as long as a place lives after it was last heard from
+// (queue.Limits.Keep: away_ttl, or queue_ttl when nobody is kept away), from this
+// request, which heard from it, and each of its requests renews it. The key's id is
+// the same for all the key's places, and the store keeps no start of a queued place
+// the cookie could be checked against; so a device gone quiet has lost its hold by
+// the time the place it was given could have lapsed, and does not come back to a
+// later place of the key's (its socket's "leave" would remove it). The key's own
+// devices keep token.QueuedLife: the key is the place.
 func (rm *Room) holdPlace(d *Decision, keys *token.Keyring, id queue.VisitorID, since, now time.Time, pass bool) {
-	d.setCookie(keys, token.Token{State: queue.Queued, ID: id, Since: since, Expires: now.Add(token.QueuedLife), Pass: pass, Waited: -1})
+	life := token.QueuedLife
+	if d.hasKeyedPlace && id == d.keyedPlace && !d.hasKeyID {
+		life = d.Settings.limits().Keep()
+	}
+	d.setCookie(keys, token.Token{State: queue.Queued, ID: id, Since: since, Expires: now.Add(life), Pass: pass, Waited: -1})
 }
 
 // Tell is what the visitor d was decided for is told: a queued waiter its place, as

@@ -31,8 +31,11 @@ import (
 // A keyed visitor (Visit.Key) is its key, whatever device presents it: its id is the
 // key's, so the place is not renamed (the key would still name the old id). The new
 // device gets a cookie for the same id, and every device presenting the key stays the
-// same person. A device that presents a key takes no code: it is its key's visitor,
-// so a code for another place would hand a place from one person to another.
+// same person. A new device that does not present the key holds the key's place
+// (which its cookie names only by the key's id) while it keeps asking, and its
+// session only, once admitted (holdPlace, keyedSessionHolds). A device that presents
+// a key takes no code: it is its key's visitor, so a code for another place would
+// hand a place from one person to another.
 //
 // Another site can link a visitor to a code it got for its own place: a link is a
 // navigation, which any page may start. A device that holds a place of its own
