@@ -117,7 +117,11 @@ func (rm *Room) decideKeyed(ctx context.Context, v *Visit, d *Decision, keys *to
 // counts nothing. since is when the store says the key's session began (zero when
 // it cannot say), which the cookie carries, so that the device's session_max is the
 // key's. It reports false when the session lapsed meanwhile: the visitor is new.
+// The waiting page's socket is no arrival (keyedSocket).
 func (rm *Room) keyedAdmitted(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring, since time.Time) bool {
+	if socketOwesArrival(v, d.Settings) {
+		return rm.keyedSocket(ctx, v, d, keys, since)
+	}
 	active, err := rm.cfg.Store.Touch(ctx, d.keyID, v.Now)
 	if err != nil {
 		rm.storeError("touch", err)
@@ -132,6 +136,35 @@ func (rm *Room) keyedAdmitted(ctx context.Context, v *Visit, d *Decision, keys *
 	}
 	rm.admit(d, keys, token.Token{ID: d.keyID, Since: since, Waited: -1}, v.Now)
 	return true
+}
+
+// keyedSocket decides on the waiting page's socket of a key the store held
+// admitted, as decideAdmittedSocket does for a cookie's: it asks where the key
+// stands instead of touching it, since the touch is the arrival, and an account
+// whose client only ever reopens the socket would otherwise hold its slot without
+// coming to the shop. Still let in, it is told so; a no-show queued again is the
+// waiter, not back (a socket alone is not coming back). It reports false when the
+// session lapsed meanwhile, as keyedAdmitted does.
+func (rm *Room) keyedSocket(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring, since time.Time) bool {
+	st, err := rm.cfg.Store.Listen(ctx, d.keyID, v.Now)
+	if err != nil {
+		rm.storeError("status", err)
+		rm.degrade(d)
+		return true
+	}
+	switch st.State {
+	case queue.Admitted:
+		if since.IsZero() || since.After(v.Now) {
+			since = v.Now
+		}
+		rm.letIn(d, keys, token.Token{ID: d.keyID, Since: since, Waited: -1}, v.Now)
+		return true
+	case queue.Queued:
+		rm.holdPlace(d, keys, d.keyID, v.Now, v.Now, false)
+		rm.queued(v, d, d.keyID, st, "", passNone)
+		return true
+	}
+	return false
 }
 
 // keyedJoined decides on a keyed request whose join found its key's visitor already
