@@ -123,6 +123,7 @@ func (v *visitor) fetchAssets(s *sale) {
 // first one.
 type bot struct {
 	name      string
+	key       string // an account of the bot's own, or none
 	dev       device
 	takesAll  bool
 	next      time.Time
@@ -135,10 +136,14 @@ type bot struct {
 }
 
 func (b *bot) kind() string {
+	kind := "keeps only its first cookie"
 	if b.takesAll {
-		return "keeps the cookies its sockets are sent"
+		kind = "keeps the cookies its sockets are sent"
 	}
-	return "keeps only its first cookie"
+	if b.key != "" {
+		kind += ", with an account"
+	}
+	return kind
 }
 
 func (b *bot) act(s *sale) {
@@ -148,12 +153,12 @@ func (b *bot) act(s *sale) {
 	}
 	b.next = now.Add(time.Duration(1000+s.rng.IntN(1000)) * time.Millisecond)
 	if !b.joined {
-		d, _ := s.visit(b.name, room.Visit{Page: true, Addr: b.name})
+		d, _ := s.visit(b.name, room.Visit{Page: true, Addr: b.name, Key: b.key})
 		b.dev.cookie, b.id = string(d.Cookie()), d.Visitor
 		b.joined, b.atJoin = d.Outcome == room.Queued || d.Outcome == room.Admitted, d.Outcome == room.Admitted
 		return
 	}
-	d, _ := s.visit(b.name, room.Visit{Socket: true, Cookie: b.dev.cookie, Addr: b.name})
+	d, _ := s.visit(b.name, room.Visit{Socket: true, Cookie: b.dev.cookie, Addr: b.name, Key: b.key})
 	if b.takesAll {
 		b.dev.keep(&d)
 	}
@@ -161,6 +166,14 @@ func (b *bot) act(s *sale) {
 		// A socket whose cookie names no place joins as a new visitor, admitted at
 		// once when a slot is free and nobody waits.
 		b.id, b.atJoin, b.admitted = d.Visitor, d.Outcome == room.Admitted, false
+	}
+	// An account's socket joins under the account's one id, so only the answer says
+	// it joined: a place in line, or let in at once (Waited 0: it waited nowhere).
+	switch {
+	case d.Outcome == room.Queued:
+		b.atJoin = false
+	case d.Outcome == room.Admitted && d.Waited == 0:
+		b.atJoin = true
 	}
 }
 

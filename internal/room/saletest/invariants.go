@@ -36,10 +36,9 @@ const (
 	// more after it missed it).
 	noShowsLetTheHeadIn invariant = "no-shows cannot hold the head of the line"
 	// adaptFollowsTheShop: with adapt, a period's decision raises the capacity only
-	// when what the shop did for everyone but the flooders was within the targets,
-	// and lowers it only when it was not, whenever the others weigh at least as
-	// much as the flooders in the reading (each visitor weighs at most
-	// meterPerVisitor requests an instance): flooders cannot outvote the rest.
+	// when what the shop did, each visitor weighing at most meterPerVisitor requests
+	// an instance, was within the targets, and lowers it only when it was not: a
+	// flooder weighs as one visitor, and cannot outvote the rest.
 	adaptFollowsTheShop invariant = "capacity moves only on what the shop itself did"
 )
 
@@ -266,7 +265,9 @@ func (w *watch) checkBots(s *sale) {
 		if !b.joined {
 			continue
 		}
-		st, err := s.store().Status(s.ctx, b.id, now)
+		// Listen, the socket's own look: a page's Status would bring a no-show back,
+		// and the bot never makes one.
+		st, err := s.store().Listen(s.ctx, b.id, now)
 		if err != nil {
 			s.t.Fatalf("status: %v", err)
 		}
@@ -311,19 +312,17 @@ func (w *watch) adapted(s *sale, i int, from int) {
 	}
 	w.adaptPeriod = d.Period
 	s.trace.add(s.clock.Now(), "i%d adapt: period %d, %d requests, p90 %v: %d → %d (%s)", i, d.Period, d.Requests, time.Duration(d.P90), from, d.Capacity, d.Reason)
+	read := s.shop.read[d.Period]
+	if read == nil {
+		read = &queue.Sample{Latency: make([]uint64, queue.LatencyBuckets)}
+	}
 	honest := s.shop.honest[d.Period]
 	if honest == nil {
 		honest = &queue.Sample{Latency: make([]uint64, queue.LatencyBuckets)}
 	}
-	// The law on the shop's own answers, in the room most ready to move: full, a
-	// line waiting, nothing else limiting.
-	r := room.Reading{Requests: honest.Count(), Failed: honest.Failed, P90: honest.Percentile(0.9), Active: from, Waiting: 1}
-	if flood := s.shop.floodWeight(d.Period); r.Requests < uint64(flood) {
-		// The flooders weigh more than the rest (several of them, or few others):
-		// the reading is theirs as much as anyone's.
-		s.trace.add(s.clock.Now(), "i%d adapt: the flooders weigh %d, the others %d: not checked", i, flood, r.Requests)
-		return
-	}
+	// The law on the shop's own answers as it is to read them, in the room most
+	// ready to move: full, a line waiting, nothing else limiting.
+	r := room.Reading{Requests: read.Count(), Failed: read.Failed, P90: read.Percentile(0.9), Active: from, Waiting: 1}
 	within := r.Requests > 0 && r.P90 <= set.Adapt.Latency && (r.Failed < 2 || r.ErrorShare() <= set.Adapt.Errors)
 	over := r.Requests > 0 && !within
 	// The reason says whether the law moved the capacity: from is this instance's
@@ -331,10 +330,10 @@ func (w *watch) adapted(s *sale, i int, from int) {
 	// have changed.
 	switch {
 	case strings.HasPrefix(d.Reason, "raised") && !within:
-		s.fail(adaptFollowsTheShop, "period %d raised capacity %d → %d on %d requests (p90 %v), where the shop did %d for the others, p90 %v, %d failed",
-			d.Period, from, d.Capacity, d.Requests, time.Duration(d.P90), r.Requests, r.P90, r.Failed)
+		s.fail(adaptFollowsTheShop, "period %d raised capacity %d → %d on %d requests (p90 %v), where the shop did %d, weighed by visitor (p90 %v, %d failed; %d for the others, p90 %v)",
+			d.Period, from, d.Capacity, d.Requests, time.Duration(d.P90), r.Requests, r.P90, r.Failed, honest.Count(), honest.Percentile(0.9))
 	case strings.HasPrefix(d.Reason, "lowered") && !over:
-		s.fail(adaptFollowsTheShop, "period %d lowered capacity %d → %d on %d requests (p90 %v), where the shop did %d for the others, p90 %v, %d failed",
-			d.Period, from, d.Capacity, d.Requests, time.Duration(d.P90), r.Requests, r.P90, r.Failed)
+		s.fail(adaptFollowsTheShop, "period %d lowered capacity %d → %d on %d requests (p90 %v), where the shop did %d, weighed by visitor (p90 %v, %d failed; %d for the others, p90 %v)",
+			d.Period, from, d.Capacity, d.Requests, time.Duration(d.P90), r.Requests, r.P90, r.Failed, honest.Count(), honest.Percentile(0.9))
 	}
 }

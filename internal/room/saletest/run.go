@@ -146,6 +146,9 @@ func (s *sale) castFor(sc scenario, steps int) []actor {
 	}
 	for j := range sc.bots {
 		b := &bot{name: fmt.Sprintf("bot%d", j), next: at(), takesAll: s.rng.IntN(2) == 0}
+		if s.rng.IntN(3) == 0 {
+			b.key = fmt.Sprintf("bot-account-%d", j)
+		}
 		cast = append(cast, b)
 		s.watch.bots = append(s.watch.bots, b)
 	}

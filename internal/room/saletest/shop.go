@@ -16,34 +16,26 @@ import (
 type shop struct {
 	servers int
 	service time.Duration
-	// honest is what the shop did for everyone but the flooders, by control period:
-	// what the adaptive capacity should move on. flooded counts each flooder's
-	// requests by period and instance, for the weight the meter gives them.
+	// read is, by control period, what the shop did as the adaptive capacity's law
+	// is to read it: each visitor's first meterPerVisitor requests on each instance,
+	// the flooders' as anyone's (counted, how many of each so far). honest is what
+	// it did for everyone but the flooders, for the trace.
+	read    map[int64]*queue.Sample
+	counted map[int64]map[readKey]int
 	honest  map[int64]*queue.Sample
-	flooded map[int64]map[floodKey]int
 }
 
-// floodKey is one flooder on one instance: the meter reads each visitor on each
+// readKey is one visitor on one instance: the meter reads each visitor on each
 // instance.
-type floodKey struct {
+type readKey struct {
 	instance int
-	who      string
+	id       queue.VisitorID
 }
 
 // meterPerVisitor is how many of one visitor's requests on one instance a control
 // period's reading takes (docs/adaptive-capacity.md: the reading weighs visitors,
 // not requests).
 const meterPerVisitor = 8
-
-// floodWeight is how many of the flooders' requests period's reading holds, if the
-// meter weighs them as it says.
-func (sh *shop) floodWeight(period int64) int {
-	n := 0
-	for _, c := range sh.flooded[period] {
-		n += min(c, meterPerVisitor)
-	}
-	return n
-}
 
 // cheapPage is a flooder's page: the shop answers it at once whatever its load.
 const cheapPage = time.Millisecond
@@ -52,35 +44,52 @@ const cheapPage = time.Millisecond
 const flooderName = "flooder"
 
 func newShop(servers int, service time.Duration) *shop {
-	return &shop{servers: servers, service: service, honest: map[int64]*queue.Sample{}, flooded: map[int64]map[floodKey]int{}}
+	return &shop{servers: servers, service: service, read: map[int64]*queue.Sample{}, counted: map[int64]map[readKey]int{}, honest: map[int64]*queue.Sample{}}
 }
 
 // serve is the shop answering one request instance i handed on for who (visitor
 // id), with as many inside as the store held at the last check.
 func (sh *shop) serve(s *sale, i int, who string, id queue.VisitorID) {
+	ttfb, failed := cheapPage, false
+	flooder := strings.HasPrefix(who, flooderName)
+	if !flooder {
+		load := max(1, float64(s.watch.active)/float64(sh.servers))
+		ttfb = time.Duration(float64(sh.service) * load)
+		failed = s.watch.active > 3*sh.servers && s.rng.IntN(3) == 0
+	}
+	s.fleet[i].room.Served(id, ttfb, failed)
 	// A request served at a period's first instant is measured into the period
 	// before: the instants' admission steps, which take the meter, come after it.
 	period := s.clock.Now().Add(-1).UnixNano() / int64(room.ControlPeriod)
-	if strings.HasPrefix(who, flooderName) {
-		s.fleet[i].room.Served(id, cheapPage, false)
-		if sh.flooded[period] == nil {
-			sh.flooded[period] = map[floodKey]int{}
-		}
-		sh.flooded[period][floodKey{i, who}]++
-		return
+	if sh.counted[period] == nil {
+		sh.counted[period] = map[readKey]int{}
 	}
-	load := max(1, float64(s.watch.active)/float64(sh.servers))
-	ttfb := time.Duration(float64(sh.service) * load)
-	failed := s.watch.active > 3*sh.servers && s.rng.IntN(3) == 0
-	s.fleet[i].room.Served(id, ttfb, failed)
-	sample := sh.honest[period]
-	if sample == nil {
-		sample = &queue.Sample{Latency: make([]uint64, queue.LatencyBuckets)}
-		sh.honest[period] = sample
+	key := readKey{i, id}
+	if sh.counted[period][key]++; sh.counted[period][key] <= meterPerVisitor {
+		sampleOf(sh.read, period).add(ttfb, failed)
 	}
-	sample.Latency[queue.LatencyBucket(ttfb)]++
+	if !flooder {
+		sampleOf(sh.honest, period).add(ttfb, failed)
+	}
+}
+
+// sampleOf is period's sample in samples, made when there is none yet.
+func sampleOf(samples map[int64]*queue.Sample, period int64) sample {
+	sm := samples[period]
+	if sm == nil {
+		sm = &queue.Sample{Latency: make([]uint64, queue.LatencyBuckets)}
+		samples[period] = sm
+	}
+	return sample{sm}
+}
+
+// sample adds answers to a queue.Sample.
+type sample struct{ *queue.Sample }
+
+func (sm sample) add(ttfb time.Duration, failed bool) {
+	sm.Latency[queue.LatencyBucket(ttfb)]++
 	if failed {
-		sample.Failed++
+		sm.Failed++
 	}
 }
 
