@@ -290,10 +290,11 @@ func cookieIDBytes(raw []byte) []byte {
 	return raw[3:19]
 }
 
-// socket opens the waiting page's WebSocket at base+path, as the page would: same
-// origin as the instance it talks to, the room's subprotocol, the guest's cookies.
-func (g *guest) socket(ctx context.Context, base, path string) (*websocket.Conn, error) {
-	u, _ := url.Parse(base + path)
+// dialSocket dials the waiting page's WebSocket at base+path (u), as the page would:
+// same origin as the instance it talks to, the room's subprotocol, the guest's
+// cookies.
+func (g *guest) dialSocket(ctx context.Context, base, path string) (c *websocket.Conn, resp *http.Response, u *url.URL, err error) {
+	u, _ = url.Parse(base + path)
 	hdr := http.Header{}
 	for _, c := range g.client.Jar.Cookies(u) {
 		hdr.Add("Cookie", c.Name+"="+c.Value)
@@ -301,11 +302,17 @@ func (g *guest) socket(ctx context.Context, base, path string) (*websocket.Conn,
 	hdr.Set("Origin", base)
 	ctx, cancel := context.WithTimeout(ctx, eventDeadline)
 	defer cancel()
-	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+path, &websocket.DialOptions{
+	c, resp, err = websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+path, &websocket.DialOptions{
 		Subprotocols: []string{"waiting-room.v1"},
 		HTTPHeader:   hdr,
 		HTTPClient:   &http.Client{Transport: fleetTransport},
 	})
+	return c, resp, u, err
+}
+
+// socket opens the waiting page's WebSocket at base+path (dialSocket).
+func (g *guest) socket(ctx context.Context, base, path string) (*websocket.Conn, error) {
+	c, resp, u, err := g.dialSocket(ctx, base, path)
 	if err != nil && resp != nil {
 		return nil, fmt.Errorf("websocket to %s: %v (%v): %w", u, err, resp, refusedUpgrade(resp.StatusCode))
 	}

@@ -27,11 +27,7 @@ func prometheusPath(t *testing.T) string {
 	}
 	msg := "prometheus not found: SKIPPING the Grafana dashboard's check against a real Prometheus " +
 		"(apt-get install prometheus, or run .ci/run)"
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Log("!!!!!!!! " + msg)
-	t.Skip(msg)
+	missingTool(t, msg)
 	return ""
 }
 

@@ -3,9 +3,6 @@ package caddytest
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -149,19 +146,7 @@ func TestNoShowBotsCannotHoldTheLine(t *testing.T) {
 // keepingSocket opens the waiting socket as socket does, and keeps the cookies the
 // upgrade's answer sets, as a client with a cookie jar on its WebSocket would.
 func (g *guest) keepingSocket(ctx context.Context, base, path string) (*websocket.Conn, error) {
-	u, _ := url.Parse(base + path)
-	hdr := http.Header{}
-	for _, c := range g.client.Jar.Cookies(u) {
-		hdr.Add("Cookie", c.Name+"="+c.Value)
-	}
-	hdr.Set("Origin", base)
-	ctx, cancel := context.WithTimeout(ctx, eventDeadline)
-	defer cancel()
-	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+path, &websocket.DialOptions{
-		Subprotocols: []string{"waiting-room.v1"},
-		HTTPHeader:   hdr,
-		HTTPClient:   &http.Client{Transport: fleetTransport},
-	})
+	c, resp, u, err := g.dialSocket(ctx, base, path)
 	if resp != nil {
 		g.client.Jar.SetCookies(u, resp.Cookies())
 	}
