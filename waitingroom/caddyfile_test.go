@@ -208,6 +208,30 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 			want: Handler{Name: "a", Capacity: 7, Fail: "open", StoreRaw: json.RawMessage(`{"type":"memory"}`)},
 		},
 		{
+			name: "store memory with its file moved and saved less often",
+			input: `waiting_room {
+				name a
+				capacity 7
+				store memory {
+					file /var/lib/shop/room.state
+					save_every 5s
+				}
+			}`,
+			want: Handler{Name: "a", Capacity: 7,
+				StoreRaw: json.RawMessage(`{"file":"/var/lib/shop/room.state","save_every":5000000000,"type":"memory"}`)},
+		},
+		{
+			name: "store memory kept in memory only",
+			input: `waiting_room {
+				name a
+				capacity 7
+				store memory {
+					file off
+				}
+			}`,
+			want: Handler{Name: "a", Capacity: 7, StoreRaw: json.RawMessage(`{"file":"off","type":"memory"}`)},
+		},
+		{
 			name: "status code 429",
 			input: `waiting_room {
 				name a
@@ -702,14 +726,38 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{
 			name:    "store memory with an option, one line",
 			input:   "waiting_room {\n name a\n capacity 1\n store memory { x }\n}",
-			wantErr: `the memory store takes no options, got "x"`,
+			wantErr: `unrecognized memory store option "x"`,
 			line:    4,
 		},
 		{
 			name:    "store memory with an option block",
 			input:   "waiting_room {\n name a\n capacity 1\n store memory {\n  x 1\n }\n}",
-			wantErr: `the memory store takes no options, got "x"`,
+			wantErr: `unrecognized memory store option "x"`,
 			line:    5,
+		},
+		{
+			name:    "store memory file without a path",
+			input:   "waiting_room {\n name a\n capacity 1\n store memory {\n  file\n }\n}",
+			wantErr: "file takes a path, or off",
+			line:    5,
+		},
+		{
+			name:    "store memory file with two paths",
+			input:   "waiting_room {\n name a\n capacity 1\n store memory {\n  file a b\n }\n}",
+			wantErr: "wrong argument count or unexpected line ending after 'b'",
+			line:    5,
+		},
+		{
+			name:    "store memory save_every 0",
+			input:   "waiting_room {\n name a\n capacity 1\n store memory {\n  save_every 0\n }\n}",
+			wantErr: `save_every must be a positive duration, got "0"`,
+			line:    5,
+		},
+		{
+			name:    "store memory save_every not a duration",
+			input:   "waiting_room {\n name a\n capacity 1\n store memory {\n\n  save_every often\n }\n}",
+			wantErr: `save_every must be a positive duration, got "often"`,
+			line:    6,
 		},
 		{
 			name:    "max_joins_per_ip 0",

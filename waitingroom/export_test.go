@@ -23,3 +23,8 @@ func Tick(h *Handler) { h.room.Tick(context.Background()) }
 
 // StoreOf returns the store h runs on.
 func StoreOf(h *Handler) queue.Store { return h.store }
+
+// The package's tests keep the memory store in memory, as each test's rooms would
+// otherwise restore the last test's state from Caddy's data directory; the tests of
+// the state file set a directory of their own.
+func init() { stateDir = func() string { return "" } }

@@ -1,12 +1,20 @@
 package waitingroom
 
 import (
+	"context"
+	"errors"
+	"net/url"
+	"path/filepath"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"go.uber.org/zap"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/statefile"
 )
 
 func init() {
@@ -15,11 +23,29 @@ func init() {
 
 // MemoryStore is the embedded store, the default: the room's queue and active set live
 // in this Caddy process and survive `caddy reload` (the new config takes over the old
-// state). It serves one instance; a fleet of Caddys shares the redis store instead.
-type MemoryStore struct{}
+// state). They also survive a restart and a crash: the state is saved to a file in
+// Caddy's data directory, behind the hot path, every second and at a graceful stop,
+// and restored at start with the room's clocks resumed where they stopped
+// (docs/caddyfile.md#store). It serves one instance; a fleet of Caddys shares the
+// redis store instead.
+type MemoryStore struct {
+	// File is where the room's state is kept across restarts, or "off" to keep it in
+	// memory only (lost with the process, as before state files). Default:
+	// `waiting_room/<room>.state` in Caddy's data directory, the one that holds its
+	// certificates. A relative path is taken from that directory too.
+	File string `json:"file,omitempty"`
+	// SaveEvery is how often the state is saved: what a crash can lose at most.
+	// Default 1s. A graceful stop saves everything whatever it is.
+	SaveEvery caddy.Duration `json:"save_every,omitempty"`
+}
 
 // memoryStores pools each room's state by room name across config reloads.
 var memoryStores = caddy.NewUsagePool()
+
+// stateDir is where state files go by default; the package's tests keep theirs off.
+var stateDir = func() string { return filepath.Join(caddy.AppDataDir(), "waiting_room") }
+
+const defaultSaveEvery = time.Second
 
 // CaddyModule returns the Caddy module information.
 func (MemoryStore) CaddyModule() caddy.ModuleInfo {
@@ -29,28 +55,164 @@ func (MemoryStore) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// OpenStore returns the named room's state, created on first use.
-func (MemoryStore) OpenStore(_ caddy.Context, room string) (queue.Store, func(), error) {
+// durableMemory is a pooled room's memory store and what keeps it on disk.
+type durableMemory struct {
+	*queue.MemoryStore
+	saver  *statefile.Saver // nil: kept in memory only
+	unlock func()
+	log    *zap.Logger
+	file   string
+}
+
+// Destruct saves the state one last time, when the last config with the room is
+// gone: at a graceful stop, or when a reload drops the room.
+func (d *durableMemory) Destruct() error {
+	if d.saver == nil {
+		return nil
+	}
+	if err := d.saver.Stop(); err != nil {
+		d.log.Error("waiting room state not saved at stop", zap.String("file", d.file), zap.Error(err))
+	}
+	d.unlock()
+	return nil
+}
+
+// OpenStore returns the named room's state: the pooled one, or the one its state
+// file holds, or a new one.
+func (m MemoryStore) OpenStore(ctx caddy.Context, room string) (queue.Store, func(), error) {
 	v, _, err := memoryStores.LoadOrNew(room, func() (caddy.Destructor, error) {
-		return queue.NewMemoryStore(), nil
+		return m.open(ctx.Logger().With(zap.String("room", room)), room), nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	var once sync.Once
 	release := func() { once.Do(func() { _, _ = memoryStores.Delete(room) }) }
-	return v.(*queue.MemoryStore), release, nil
+	return v.(*durableMemory).MemoryStore, release, nil
 }
 
-// UnmarshalCaddyfile sets up the store from Caddyfile tokens: `store memory` takes
-// no arguments and no block.
-func (*MemoryStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+// open restores the room from its state file and starts saving it. Nothing here
+// fails the config: a file that cannot be trusted is reported and passed over, and a
+// directory that cannot be written leaves the room in memory, with a warning.
+func (m MemoryStore) open(log *zap.Logger, room string) *durableMemory {
+	file := m.stateFile(room)
+	d := &durableMemory{MemoryStore: queue.NewMemoryStore(), log: log, file: file}
+	if file == "" {
+		return d
+	}
+	unlock, err := statefile.Lock(file)
+	if err != nil {
+		log.Warn("waiting room state kept in memory only: its file cannot be used", zap.String("file", file), zap.Error(err))
+		return d
+	}
+	start := time.Now()
+	from := statefile.Open(file, func(body []byte) error {
+		s, err := queue.LoadMemoryStore(body, room, time.Now())
+		if err == nil {
+			d.MemoryStore = s
+		}
+		return err
+	}, func(f string, err error) {
+		log.Error("waiting room state file not restored", zap.String("file", f), zap.Error(err))
+	})
+	if from != "" {
+		st, _ := d.Stats(context.Background())
+		log.Info("waiting room state restored", zap.String("file", from), zap.Int("waiting", st.Waiting),
+			zap.Int("away", st.Away), zap.Int("active", st.Active), zap.Duration("took", time.Since(start)))
+	}
+	st := d.MemoryStore
+	d.unlock = unlock
+	d.saver = statefile.NewSaver(file, cmpDuration(m.SaveEvery, defaultSaveEvery),
+		func(dst []byte) []byte { return st.AppendState(dst, room, time.Now()) },
+		func(err error) {
+			log.Warn("waiting room state not saved: the room goes on in memory, and a restart would lose it",
+				zap.String("file", file), zap.Error(err))
+		},
+		func() { log.Info("waiting room state saved again", zap.String("file", file)) })
+	d.saver.Start()
+	return d
+}
+
+// stateFile is the room's state file, "" when kept in memory only.
+func (m MemoryStore) stateFile(room string) string {
+	switch {
+	case m.File == "off":
+		return ""
+	case m.File == "":
+		dir := stateDir()
+		if dir == "" {
+			return ""
+		}
+		return filepath.Join(dir, fileName(room)+".state")
+	case filepath.IsAbs(m.File):
+		return m.File
+	}
+	return filepath.Join(caddy.AppDataDir(), m.File)
+}
+
+// fileName is a room name made safe for a file's: escaped as in a URL's path, with
+// no leading dot.
+func fileName(room string) string {
+	s := url.PathEscape(room)
+	if strings.HasPrefix(s, ".") {
+		s = "%2E" + s[1:]
+	}
+	return s
+}
+
+func cmpDuration(d caddy.Duration, def time.Duration) time.Duration {
+	if d > 0 {
+		return time.Duration(d)
+	}
+	return def
+}
+
+// Validate checks the settings.
+func (m *MemoryStore) Validate() error {
+	if m.SaveEvery < 0 {
+		return errSaveEvery
+	}
+	return nil
+}
+
+var errSaveEvery = errors.New("save_every must be a positive duration")
+
+// UnmarshalCaddyfile sets up the store from Caddyfile tokens:
+//
+//	store memory {
+//		file       <path> | off
+//		save_every <duration>
+//	}
+func (m *MemoryStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // store name
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	if d.NextBlock(d.Nesting()) {
-		return d.Errf("the memory store takes no options, got %q", d.Val())
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "file":
+			if !d.NextArg() {
+				return d.Errf("file takes a path, or off")
+			}
+			m.File = d.Val()
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+		case "save_every":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			v, err := caddy.ParseDuration(d.Val())
+			if err != nil || v <= 0 {
+				return d.Errf("%v, got %q", errSaveEvery, d.Val())
+			}
+			m.SaveEvery = caddy.Duration(v)
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+		default:
+			return d.Errf("unrecognized memory store option %q", d.Val())
+		}
 	}
 	return nil
 }
@@ -58,6 +220,7 @@ func (*MemoryStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // Interface guards
 var (
 	_ StoreModule           = (*MemoryStore)(nil)
+	_ caddy.Validator       = (*MemoryStore)(nil)
 	_ caddyfile.Unmarshaler = (*MemoryStore)(nil)
 	_ queue.Store           = (*queue.MemoryStore)(nil)
 )

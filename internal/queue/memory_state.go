@@ -1,0 +1,400 @@
+package queue
+
+import (
+	"cmp"
+	"container/heap"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// The memory store's state, as its state file holds it (internal/statefile frames it
+// with a version and a checksum, and writes it behind the hot path). The body, in
+// this order; each list starts with its length:
+//
+//	room | saved at | next ticket | pass lane's next | admitted total | no-shows |
+//	hand-offs | secret | overrides | visitors | expected arrivals | rate window |
+//	lotteries drawn | pass uses | moved marks | once-only keys
+//
+// A visitor is id(16) | flags(1) | ticket | at | admitted at: its ticket as a waiter
+// (0 when admitted), when last heard from or seen, and when admitted (0 when
+// queued). Times are unix nanoseconds, varints; counts and tickets uvarints.
+//
+// The room's clocks resume: every time that an age is counted from (when a waiter
+// was last heard from, a session last seen and admitted, an arrival due, the rate
+// window, a moved mark) is moved on by the time between the save and the restore,
+// so the downtime counts against nobody, and a place that had expired before the
+// save is still expired after it. Two times are the wall clock's and stay as they
+// are: a pass's expiry and a once-only key's, since the pass and the challenge carry
+// them, signed.
+
+// Visitor flags in the state file.
+const (
+	savedAdmitted = 1 << iota // else queued
+	savedAway
+	savedPass
+	savedShown
+	savedDue
+	savedMissed
+	savedFlags = 1<<iota - 1
+)
+
+// savedVisitor is one visitor as AppendState copies it out under the lock.
+type savedVisitor struct {
+	id       VisitorID
+	flags    byte
+	ticket   uint64
+	at, adAt int64
+}
+
+// AppendState appends the store's state as of now, for the room named room, to dst.
+// It holds the store's lock only to copy the state out (about 40 bytes a visitor);
+// the encoding is done after.
+func (s *MemoryStore) AppendState(dst []byte, room string, now time.Time) []byte {
+	nanos := now.UnixNano()
+	s.mu.Lock()
+	vs := make([]savedVisitor, 0, len(s.visitors))
+	for i := s.head; i < len(s.slots); i++ {
+		if v := s.slots[i]; v != nil {
+			vs = append(vs, saveVisitor(v))
+		}
+	}
+	for _, v := range s.pass.slots {
+		if v != nil {
+			vs = append(vs, saveVisitor(v))
+		}
+	}
+	for v := s.byAdmission.front; v != nil; v = v.admission.next {
+		vs = append(vs, saveVisitor(v))
+	}
+	var exp []expected
+	for _, e := range s.expected {
+		if v := e.v; v.due && v.state == Admitted && v.admission.at == e.at && s.visitors[v.id] == v {
+			exp = append(exp, expected{v: &memVisitor{id: v.id}, at: e.at})
+		}
+	}
+	var moved []movedMark
+	for _, m := range s.moved.order {
+		if m.until > nanos && s.moved.until[m.id] == m.until {
+			moved = append(moved, m)
+		}
+	}
+	type savedPass struct {
+		id string
+		memPass
+	}
+	var passes []savedPass
+	for id, c := range s.passes {
+		if c.expires > nanos {
+			passes = append(passes, savedPass{id, *c})
+		}
+	}
+	w := stateWriter{b: dst}
+	w.bytes([]byte(room))
+	w.int(nanos)
+	w.uint(s.nextTicket)
+	w.uint(s.pass.next)
+	w.uint(s.admittedTotal)
+	w.uint(s.noShows)
+	w.uint(s.handoffs)
+	w.bytes(s.secret)
+	w.bytes(s.overrides)
+	recent := slices.Clone(s.recent)
+	shuffled := slices.Sorted(maps.Keys(s.shuffled))
+	s.mu.Unlock()
+
+	w.uint(uint64(len(vs)))
+	for _, v := range vs {
+		w.id(v.id)
+		w.byte(v.flags)
+		w.uint(v.ticket)
+		w.int(v.at)
+		w.int(v.adAt)
+	}
+	w.uint(uint64(len(exp)))
+	for _, e := range exp {
+		w.id(e.v.id)
+		w.int(e.at)
+	}
+	w.uint(uint64(len(recent)))
+	for _, t := range recent {
+		w.int(t)
+	}
+	w.uint(uint64(len(shuffled)))
+	for _, k := range shuffled {
+		w.bytes([]byte(k))
+	}
+	slices.SortFunc(passes, func(a, b savedPass) int { return cmp.Compare(a.id, b.id) })
+	w.uint(uint64(len(passes)))
+	for _, p := range passes {
+		w.bytes([]byte(p.id))
+		w.uint(uint64(max(p.left, 0)))
+		w.int(p.expires)
+	}
+	w.uint(uint64(len(moved)))
+	for _, m := range moved {
+		w.id(m.id)
+		w.int(m.until)
+	}
+	once := s.once.saved(nanos)
+	w.uint(uint64(len(once)))
+	for _, e := range once {
+		w.bytes([]byte(e.key))
+		w.int(e.until)
+	}
+	return w.b
+}
+
+func saveVisitor(v *memVisitor) savedVisitor {
+	sv := savedVisitor{id: v.id, at: v.at}
+	for _, f := range [...]struct {
+		on  bool
+		bit byte
+	}{{v.state == Admitted, savedAdmitted}, {v.away, savedAway}, {v.pass, savedPass}, {v.shown, savedShown},
+		{v.due, savedDue}, {v.missed, savedMissed}} {
+		if f.on {
+			sv.flags |= f.bit
+		}
+	}
+	if v.state == Admitted {
+		sv.adAt = v.admission.at
+	} else {
+		sv.ticket = v.ticket
+	}
+	return sv
+}
+
+// saved is the once-only keys still unexpired at nanos, soonest first.
+func (o *onceKeys) saved(nanos int64) []onceEntry {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]onceEntry, 0, len(o.order))
+	for _, e := range o.order {
+		if e.until > nanos {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b onceEntry) int { return cmp.Or(cmp.Compare(a.until, b.until), cmp.Compare(a.key, b.key)) })
+	return out
+}
+
+// ErrOtherRoom is a state body written for another room.
+var ErrOtherRoom = errors.New("written for another room")
+
+// maxSlack is how many dead ticket slots a restored line may carry beyond four per
+// waiter: a line with more (one waiter away while millions joined and left) is
+// numbered again densely, in the same order, since no ticket outlives the process
+// but in the store itself.
+const maxSlack = 1 << 20
+
+// LoadMemoryStore is the memory store that body (as AppendState wrote it for room)
+// holds, its clocks resumed at now. It checks the whole body before it trusts any of
+// it, and refuses one that does not hold together: the error says what is wrong.
+func LoadMemoryStore(body []byte, room string, now time.Time) (*MemoryStore, error) {
+	r := stateReader{b: body}
+	if name := r.bytes(); r.err == nil && string(name) != room {
+		return nil, fmt.Errorf("%w (%q)", ErrOtherRoom, name)
+	}
+	savedAt := r.int()
+	shift := now.UnixNano() - savedAt
+	s := NewMemoryStore()
+	s.nextTicket = r.uint()
+	s.pass.next = r.uint()
+	s.admittedTotal = r.uint()
+	s.noShows = r.uint()
+	s.handoffs = r.uint()
+	if sec := r.bytes(); len(sec) > 0 {
+		s.secret = sec
+	}
+	if doc := r.bytes(); len(doc) > 0 {
+		s.overrides = doc
+	}
+	if r.err == nil && (s.nextTicket == 0 || s.nextTicket >= PassLane || s.pass.next >= PassLane) {
+		return nil, fmt.Errorf("next ticket %d or pass lane's %d out of range", s.nextTicket, s.pass.next)
+	}
+
+	var line, lane, admitted []*memVisitor
+	for n := r.count("visitors", 16+1+1+1+1); n > 0 && r.err == nil; n-- {
+		v := &memVisitor{id: r.id()}
+		flags, ticket, at, adAt := r.byte(), r.uint(), r.int(), r.int()
+		if r.err != nil {
+			break
+		}
+		if flags&^savedFlags != 0 {
+			return nil, fmt.Errorf("visitor %s has unknown flags %#x", v.id, flags)
+		}
+		if s.visitors[v.id] != nil {
+			return nil, fmt.Errorf("visitor %s is there twice", v.id)
+		}
+		v.away, v.pass, v.shown = flags&savedAway != 0, flags&savedPass != 0, flags&savedShown != 0
+		v.due, v.missed = flags&savedDue != 0, flags&savedMissed != 0
+		v.at = at + shift
+		s.visitors[v.id] = v
+		switch {
+		case flags&savedAdmitted != 0:
+			if ticket != 0 || v.away {
+				return nil, fmt.Errorf("admitted visitor %s has a ticket or is away", v.id)
+			}
+			v.state, v.admission.at = Admitted, adAt+shift
+			admitted = append(admitted, v)
+		case v.due:
+			return nil, fmt.Errorf("waiter %s is due to arrive", v.id)
+		case v.pass:
+			if ticket < PassLane || ticket-PassLane >= s.pass.next {
+				return nil, fmt.Errorf("waiter %s has pass ticket %d, past the lane's %d", v.id, ticket, s.pass.next)
+			}
+			v.state, v.ticket = Queued, ticket
+			lane = append(lane, v)
+		default:
+			if ticket == 0 || ticket >= s.nextTicket {
+				return nil, fmt.Errorf("waiter %s has ticket %d, past the next %d", v.id, ticket, s.nextTicket)
+			}
+			v.state, v.ticket = Queued, ticket
+			line = append(line, v)
+		}
+	}
+	for n := r.count("expected arrivals", 16+1); n > 0 && r.err == nil; n-- {
+		id, at := r.id(), r.int()
+		v := s.visitors[id]
+		if r.err == nil && (v == nil || v.state != Admitted || !v.due || v.admission.at != at+shift) {
+			return nil, fmt.Errorf("expected arrival of %s matches no admission due", id)
+		}
+		s.expected = append(s.expected, expected{v: v, at: at + shift})
+	}
+	for n := r.count("admissions in the rate window", 1); n > 0 && r.err == nil; n-- {
+		s.recent = append(s.recent, r.int()+shift)
+	}
+	for n := r.count("lotteries", 1); n > 0 && r.err == nil; n-- {
+		if s.shuffled == nil {
+			s.shuffled = make(map[string]bool)
+		}
+		s.shuffled[string(r.bytes())] = true
+	}
+	for n := r.count("passes", 3); n > 0 && r.err == nil; n-- {
+		id, left, expires := string(r.bytes()), r.uint(), r.int()
+		if s.passes == nil {
+			s.passes = make(map[string]*memPass)
+		}
+		s.passes[id] = &memPass{left: int(min(left, 1<<31)), expires: expires}
+	}
+	for n := r.count("moved marks", 16+1); n > 0 && r.err == nil; n-- {
+		id, until := r.id(), r.int()
+		s.moved.add(id, until+shift)
+	}
+	for n := r.count("once-only keys", 2); n > 0 && r.err == nil; n-- {
+		key, until := string(r.bytes()), r.int()
+		if r.err == nil {
+			s.once.restore(key, until)
+		}
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	heap.Init(&s.once.order) // a body this store wrote is in order already; another may not be
+	if len(r.b) > 0 {
+		return nil, fmt.Errorf("%d bytes past its end", len(r.b))
+	}
+	if err := s.restoreLine(line, lane, admitted); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// restoreLine puts the restored visitors in their slots and lists: each lane's
+// waiters by ticket, the lists by time (oldest first, ties by ticket), the admitted
+// in their order of admission.
+func (s *MemoryStore) restoreLine(line, lane, admitted []*memVisitor) error {
+	byTicket := func(a, b *memVisitor) int { return cmp.Compare(a.ticket, b.ticket) }
+	slices.SortFunc(line, byTicket)
+	slices.SortFunc(lane, byTicket)
+	for i := 1; i < len(line); i++ {
+		if line[i].ticket == line[i-1].ticket {
+			return fmt.Errorf("ticket %d is held twice", line[i].ticket)
+		}
+	}
+	for i := 1; i < len(lane); i++ {
+		if lane[i].ticket == lane[i-1].ticket {
+			return fmt.Errorf("pass ticket %d is held twice", lane[i].ticket)
+		}
+	}
+
+	s.base = s.nextTicket
+	if len(line) > 0 {
+		s.base = line[0].ticket
+		if span := s.nextTicket - s.base; span > uint64(4*len(line)+maxSlack) {
+			s.base = s.nextTicket - uint64(len(line))
+			for i, v := range line {
+				v.ticket = s.base + uint64(i)
+			}
+		}
+		s.slots = make([]*memVisitor, s.nextTicket-s.base)
+		for _, v := range line {
+			s.slots[v.ticket-s.base] = v
+		}
+	}
+	l := &s.pass
+	l.base = l.next
+	if len(lane) > 0 {
+		l.base = lane[0].ticket - PassLane
+		if span := l.next - l.base; span > uint64(4*len(lane)+maxSlack) {
+			l.base = l.next - uint64(len(lane))
+			for i, v := range lane {
+				v.ticket = PassLane + l.base + uint64(i)
+			}
+		}
+		l.slots = make([]*memVisitor, l.next-l.base)
+		for _, v := range lane {
+			l.slots[l.slot(v)] = v
+		}
+	}
+	l.held = len(lane)
+	s.rebuildLiveLocked()
+	l.live.rebuild(len(l.slots), func(i int) int32 {
+		if v := l.slots[i]; v != nil && !v.away {
+			return 1
+		}
+		return 0
+	})
+
+	queued := append(slices.Clone(line), lane...)
+	slices.SortStableFunc(queued, func(a, b *memVisitor) int { return cmp.Compare(a.at, b.at) })
+	for _, v := range queued {
+		if v.away {
+			s.gone.pushBack(v)
+			s.away++
+			continue
+		}
+		s.heard.pushBack(v)
+		s.waiting++
+		if v.pass {
+			l.waiting++
+		}
+	}
+	for _, v := range admitted {
+		at := v.at
+		v.at = v.admission.at // pushBack records v.at as the admission
+		s.byAdmission.pushBack(v)
+		v.at = at
+	}
+	slices.SortStableFunc(admitted, func(a, b *memVisitor) int { return cmp.Compare(a.at, b.at) })
+	for _, v := range admitted {
+		s.active.pushBack(v)
+	}
+	return nil
+}
+
+// restore remembers key until the instant until, unless it has passed.
+func (o *onceKeys) restore(key string, until int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, seen := o.until[key]; seen {
+		return
+	}
+	if o.until == nil {
+		o.until = make(map[string]int64)
+	}
+	o.until[key] = until
+	o.order = append(o.order, onceEntry{key: key, until: until})
+}
