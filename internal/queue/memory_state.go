@@ -16,7 +16,7 @@ import (
 //
 //	room | saved at | next ticket | pass lane's next | admitted total | no-shows |
 //	hand-offs | secret | overrides | visitors | expected arrivals | rate window |
-//	lotteries drawn | pass uses | moved marks | once-only keys
+//	lotteries drawn | pass uses | moved marks | once-only keys | the shop's samples
 //
 // A visitor is id(16) | flags(1) | ticket | at | admitted at: its ticket as a waiter
 // (0 when admitted), when last heard from or seen, and when admitted (0 when
@@ -143,6 +143,16 @@ func (s *MemoryStore) AppendState(dst []byte, room string, now time.Time) []byte
 	for _, e := range once {
 		w.bytes([]byte(e.key))
 		w.int(e.until)
+	}
+	periods := s.samples.saved()
+	w.uint(uint64(len(periods)))
+	for _, p := range periods {
+		w.int(p.period)
+		w.uint(p.Failed)
+		w.uint(uint64(len(p.Latency)))
+		for _, c := range p.Latency {
+			w.uint(c)
+		}
 	}
 	return w.b
 }
@@ -289,6 +299,20 @@ func LoadMemoryStore(body []byte, room string, now time.Time) (*MemoryStore, err
 			s.once.restore(key, until)
 		}
 	}
+	for n := r.count("samples", 3); n > 0 && r.err == nil; n-- {
+		period, failed := r.int(), r.uint()
+		sum := &Sample{Failed: failed}
+		for k := r.count("latency buckets", 1); k > 0 && r.err == nil; k-- {
+			sum.Latency = append(sum.Latency, r.uint())
+		}
+		if len(sum.Latency) > LatencyBuckets {
+			return nil, fmt.Errorf("a sample has %d latency buckets, past %d", len(sum.Latency), LatencyBuckets)
+		}
+		if s.samples.byPeriod == nil {
+			s.samples.byPeriod = map[int64]*Sample{}
+		}
+		s.samples.byPeriod[period] = sum
+	}
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -397,4 +421,22 @@ func (o *onceKeys) restore(key string, until int64) {
 	}
 	o.until[key] = until
 	o.order = append(o.order, onceEntry{key: key, until: until})
+}
+
+// periodSample is one control period's sample, as the state file keeps it.
+type periodSample struct {
+	period int64
+	Sample
+}
+
+// saved is the samples kept, by period.
+func (m *samples) saved() []periodSample {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]periodSample, 0, len(m.byPeriod))
+	for p, sum := range m.byPeriod {
+		out = append(out, periodSample{p, Sample{Latency: slices.Clone(sum.Latency), Failed: sum.Failed}})
+	}
+	slices.SortFunc(out, func(a, b periodSample) int { return cmp.Compare(a.period, b.period) })
+	return out
 }
