@@ -57,6 +57,15 @@ func (e *Estimator) Observe(now time.Time, total uint64) {
 	e.samples = append(e.samples[cut:], rateSample{at: now, total: total})
 }
 
+// saved is a copy of the evidence, oldest first, for the memory store's state file
+// (the memory store keeps the room's estimator, so a reload and a restart keep its
+// evidence and the ETA it gives).
+func (e *Estimator) saved() []rateSample {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]rateSample(nil), e.samples...)
+}
+
 // Rate is the admissions per second over the window, and whether there is enough
 // evidence to say.
 func (e *Estimator) Rate() (float64, bool) {

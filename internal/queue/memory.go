@@ -56,6 +56,9 @@ type MemoryStore struct {
 	once onceKeys
 	// samples are the shop's measurements by control period (memory_sample.go).
 	samples samples
+	// est is the room's estimator, kept here so that its evidence lasts as the
+	// store does: across reloads, and in the state file across restarts.
+	est *Estimator
 
 	// pass is the lane of pass holders, ahead of the line (memory_pass.go); passes
 	// counts each pass's uses left, forgotten after the pass expires.
@@ -95,8 +98,12 @@ func NewMemoryStore() *MemoryStore {
 		visitors:   make(map[VisitorID]*memVisitor),
 		nextTicket: 1,
 		subs:       make(map[int]func([]VisitorID)),
+		est:        NewEstimator(),
 	}
 }
+
+// Estimator is the room's estimator, as long-lived as the store.
+func (s *MemoryStore) Estimator() *Estimator { return s.est }
 
 // Destruct lets the store live in a caddy.UsagePool; there is nothing to release.
 func (s *MemoryStore) Destruct() error { return nil }

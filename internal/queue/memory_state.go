@@ -16,7 +16,8 @@ import (
 //
 //	room | saved at | next ticket | pass lane's next | admitted total | no-shows |
 //	hand-offs | secret | overrides | visitors | expected arrivals | rate window |
-//	lotteries drawn | pass uses | moved marks | once-only keys | the shop's samples
+//	lotteries drawn | pass uses | moved marks | once-only keys | the shop's samples |
+//	the estimator's samples
 //
 // A visitor is id(16) | flags(1) | ticket | at | admitted at: its ticket as a waiter
 // (0 when admitted), when last heard from or seen, and when admitted (0 when
@@ -153,6 +154,12 @@ func (s *MemoryStore) AppendState(dst []byte, room string, now time.Time) []byte
 		for _, c := range p.Latency {
 			w.uint(c)
 		}
+	}
+	rates := s.est.saved()
+	w.uint(uint64(len(rates)))
+	for _, r := range rates {
+		w.int(r.at.UnixNano())
+		w.uint(r.total)
 	}
 	return w.b
 }
@@ -313,9 +320,18 @@ func LoadMemoryStore(body []byte, room string, now time.Time) (*MemoryStore, err
 		}
 		s.samples.byPeriod[period] = sum
 	}
+	var rates []rateSample
+	for n := r.count("estimator samples", 2); n > 0 && r.err == nil; n-- {
+		at, total := r.int(), r.uint()
+		if k := len(rates); r.err == nil && k > 0 && (at < rates[k-1].at.UnixNano()-shift || total < rates[k-1].total) {
+			return nil, errors.New("the estimator's samples go back in time or in count")
+		}
+		rates = append(rates, rateSample{at: time.Unix(0, at+shift), total: total})
+	}
 	if r.err != nil {
 		return nil, r.err
 	}
+	s.est.samples = rates
 	heap.Init(&s.once.order) // a body this store wrote is in order already; another may not be
 	if len(r.b) > 0 {
 		return nil, fmt.Errorf("%d bytes past its end", len(r.b))

@@ -165,3 +165,30 @@ func TestRestoreNumbersASparseLineDensely(t *testing.T) {
 		t.Fatalf("a new arrival after the restore: %+v, want position 3", st)
 	}
 }
+
+// The estimator's evidence comes back with the store, so the ETA after a restart
+// is the one before it, not "estimating".
+func TestRestoreKeepsTheEstimatorsEvidence(t *testing.T) {
+	t0 := time.Unix(1_900_000_000, 0)
+	s := NewMemoryStore()
+	for i := range 30 {
+		s.Estimator().Observe(t0.Add(time.Duration(i)*time.Second), uint64(4*i))
+	}
+	before, ok := s.Estimator().Rate()
+	if !ok {
+		t.Fatal("no rate before the restart")
+	}
+	saved := t0.Add(30 * time.Second)
+	r, err := LoadMemoryStore(s.AppendState(nil, "shop", saved), "shop", saved.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, ok := r.Estimator().Rate(); !ok || after != before {
+		t.Fatalf("the rate after the restart is %v (known %v), want %v", after, ok, before)
+	}
+	// The evidence is an hour on, as the clocks are: the next sample extends it.
+	r.Estimator().Observe(saved.Add(time.Hour+time.Second), 4*30)
+	if after, _ := r.Estimator().Rate(); after >= before || after < before*0.9 {
+		t.Fatalf("one more second of evidence after the restart made the rate %v from %v", after, before)
+	}
+}

@@ -81,7 +81,7 @@ func New(cfg *Config) *Room {
 	}
 	rm := &Room{
 		cfg:      cfg,
-		est:      queue.NewEstimator(),
+		est:      estimatorOf(cfg.Store),
 		ips:      newIPCounters(),
 		handoffs: rate.NewLimiter(handoffsPerSecond, handoffBurst),
 		kickCh:   make(chan struct{}, 1),
@@ -283,4 +283,14 @@ func newSecret() []byte {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	return b
+}
+
+// estimatorOf is the store's own estimator when it keeps one (the memory store does,
+// across reloads and restarts), else a new one: on a shared store, each instance
+// measures the fleet's admissions itself.
+func estimatorOf(s queue.Store) *queue.Estimator {
+	if k, ok := s.(interface{ Estimator() *queue.Estimator }); ok {
+		return k.Estimator()
+	}
+	return queue.NewEstimator()
 }
