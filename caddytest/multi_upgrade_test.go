@@ -2,8 +2,11 @@ package caddytest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"testing"
+	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testredis"
 )
@@ -85,6 +88,18 @@ func TestMultiUpgradeSideBySide(t *testing.T) {
 	}
 	s.join("w7", s.next(), "")
 	s.check("the sale goes on side by side")
+	// This build sees the previous release in the fleet record by its lease (renewed
+	// as it held w1's socket), within the record's period: the fleet reads level 1,
+	// and this build writes only what level 1 reads.
+	var got struct{ Instances, Reads, Level int }
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		if got = fleetOf(t, current0, room); got.Instances == 2 {
+			break
+		}
+	}
+	if got.Instances != 2 || got.Reads != 1 || got.Level < 1 {
+		t.Fatalf("the fleet as %s sees it beside the previous release: %+v, want 2 instances reading level 1", current0.name, got)
+	}
 
 	// The other instance replaced: this build only.
 	f.nodes[1].stop(t)
@@ -106,4 +121,21 @@ func TestMultiUpgradeSideBySide(t *testing.T) {
 	t.Logf("%d let in, in arrival order, across the upgrade; %d samples of the active set, at most %d active of %d",
 		len(s.order), s.samples.Load(), s.maxActive.Load(), capacity)
 	f.requireUp()
+}
+
+// fleetOf is the room's fleet as nd's admin API shows it.
+func fleetOf(t *testing.T, nd *node, room string) (f struct{ Instances, Reads, Level int }) {
+	t.Helper()
+	resp, err := http.Get(nd.admin + "/waiting_room/" + room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var info struct {
+		Fleet *struct{ Instances, Reads, Level int }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&info); err != nil || resp.StatusCode != http.StatusOK || info.Fleet == nil {
+		t.Fatalf("GET the room on %s: %d, %v, fleet %v", nd.name, resp.StatusCode, err, info.Fleet)
+	}
+	return *info.Fleet
 }

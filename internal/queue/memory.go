@@ -413,6 +413,11 @@ func (s *MemoryStore) Secret(_ context.Context, candidate []byte) ([]byte, error
 	return s.secret, nil
 }
 
+// Fleet is this instance alone: the memory store serves one.
+func (s *MemoryStore) Fleet(_ context.Context, reads int, _ time.Time, _ FleetWindows) (Fleet, error) {
+	return Fleet{Instances: 1, Reads: reads}, nil
+}
+
 func (s *MemoryStore) Subscribe(fn func([]VisitorID)) func() {
 	s.subsMu.Lock()
 	defer s.subsMu.Unlock()

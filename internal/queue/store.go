@@ -158,6 +158,12 @@ type Store interface {
 	// report made for it, added up (empty when none was).
 	Measured(ctx context.Context, period int64) (Sample, error)
 
+	// Fleet records that this instance is live at now and reads the formats up to
+	// level reads (FormatLevel), and reports the room's live instances (see
+	// FleetWindows), this one included. On one instance's store it is this
+	// instance alone.
+	Fleet(ctx context.Context, reads int, now time.Time, live FleetWindows) (Fleet, error)
+
 	// Subscribe calls fn with the ids of every admission made from the queue by anyone
 	// sharing this store (this instance's steps and, for shared stores, other
 	// instances'). Delivery is best effort: callers reconcile through Positions/Status.

@@ -97,6 +97,8 @@ type Info struct {
 	ProofOfWork int `json:"proof_of_work"`
 	// Adapt is the adaptive capacity in force and its last decision; null when off.
 	Adapt *AdaptInfo `json:"adapt"`
+	// Fleet is the instances serving the room and the format level they all read.
+	Fleet FleetInfo `json:"fleet"`
 }
 
 // timingsOf shows s's timings.
@@ -153,6 +155,8 @@ func (rm *Room) Info(ctx context.Context) (Info, error) {
 		NextEvent:   nextEvent(cfg.Events, now),
 		ProofOfWork: s.ProofOfWork,
 	}
+	f := rm.Fleet()
+	info.Fleet = FleetInfo{Instances: f.Instances, Reads: f.Reads, Level: queue.FormatLevel}
 	info.ArriveTTL = s.ArriveTTL.String()
 	if cfg.Rate.limits() {
 		r := cfg.Rate

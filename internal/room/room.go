@@ -55,6 +55,10 @@ type Room struct {
 	lastErrLog atomic.Int64
 	errCount   atomic.Int64
 
+	// fleet is the fleet record as last read, at fleetAt (unix ns; fleet.go).
+	fleet   atomic.Pointer[queue.Fleet]
+	fleetAt atomic.Int64
+
 	// agreed is the generated secret agreed through the store (nil when the secret is
 	// configured), last confirmed at agreedAt.
 	secretMu sync.Mutex
@@ -166,6 +170,7 @@ func (rm *Room) tick(ctx context.Context) {
 	now := rm.cfg.Clock.Now()
 	p := rm.Settings(now)
 	rm.drawLots(ctx, p)
+	rm.recordFleet(ctx, now, p.QueueTTL)
 	res, err := rm.cfg.Store.Step(ctx, now, p.limits())
 	if err != nil {
 		rm.storeError("admission step", err)

@@ -13,6 +13,10 @@ const (
 	// every tick, so that a store which forgot it (Redis restarted empty) has it back
 	// before a newly started instance can plant another. One SET NX per tick.
 	secretCheckEvery = stepEvery
+	// fleetEvery is how often the room states its format level in the store's fleet
+	// record (fleet.go): one small script call per period, and what an upgrade waits
+	// for at most, beside the lease's queue_ttl, before the fleet reads a new level.
+	fleetEvery = 5 * time.Second
 )
 
 // What one instance gives out of hand-off codes, per room: a code is a QR code

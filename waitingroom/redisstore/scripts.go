@@ -44,6 +44,11 @@ import (
 //	missed         STRING bitmap, bit (ticket-base) set while that ticket's waiter is
 //	                     a no-show queued again and not let in since
 //
+// Beside them, in the same hash slot and outside the scripts' common keys: fleet
+// (HASH, instance slot -> the format level it reads, fleet.lua: what a release reads
+// before it writes a new format; see queue.FormatLevel), the secret, the overrides,
+// the once-only keys and the shop's samples.
+//
 // base and epoch restart whenever a ticket is issued into an empty queue (no waiter
 // present or away), so the bitmaps and heard only span the tickets of the current busy
 // period.
@@ -128,6 +133,7 @@ var (
 	swapOverridesScript = newLuaScript("swap_overrides.lua", deadlinePrelude)
 	onceScript          = newLuaScript("once.lua", deadlinePrelude)
 	reportScript        = newLuaScript("report.lua", deadlinePrelude)
+	fleetScript         = newLuaScript("fleet.lua", deadlinePrelude)
 	timeScript          = newLuaScript("time.lua", "")
 )
 

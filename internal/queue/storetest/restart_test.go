@@ -209,3 +209,9 @@ func (r *restarting) Subscribe(fn func([]queue.VisitorID)) func() {
 		delete(r.subs, n)
 	}
 }
+
+func (r *restarting) Fleet(ctx context.Context, reads int, now time.Time, live queue.FleetWindows) (queue.Fleet, error) {
+	s := r.store(now)
+	defer r.mu.Unlock()
+	return s.Fleet(ctx, reads, now, live)
+}

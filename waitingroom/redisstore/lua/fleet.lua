@@ -1,0 +1,41 @@
+-- fleet.lua: records that this instance is live and the format level it reads, and
+-- reports the room's live instances and the lowest level among them. An instance of
+-- this release or later is live while its record was renewed within the record's
+-- window; one of a release from before the record is seen by its lease alone (hold.lua,
+-- renewed while its hub holds waiters' sockets) within the lease's window, and reads
+-- level 1. Records that lapsed are dropped here, so the hash holds the live ones.
+--
+-- KEYS[1]      the room's leases (instance slot -> last renewal, unix ms)
+-- KEYS[2]      the room's fleet (instance slot -> "<level>:<last renewal, unix ms>")
+-- ARGV, after the deadline (prelude.lua):
+-- ARGV[1]      now: unix ms
+-- ARGV[2]      this instance's slot
+-- ARGV[3]      the format level it reads
+-- ARGV[4]      the record's window: ms
+-- ARGV[5]      the lease's window: ms
+--
+-- Returns {live instances, lowest level}.
+
+local now, slot, reads = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local recordSince, leaseSince = now - tonumber(ARGV[4]), now - tonumber(ARGV[5])
+redis.call('HSET', KEYS[2], slot, reads .. ':' .. now)
+local n, lowest, recorded = 1, reads, {[slot] = true}
+local records = redis.call('HGETALL', KEYS[2])
+for i = 1, #records, 2 do
+  local other, level, at = records[i], string.match(records[i + 1], '^(%d+):(%d+)$')
+  if other ~= slot then
+    if level and tonumber(at) > recordSince then
+      n, recorded[other] = n + 1, true
+      lowest = math.min(lowest, tonumber(level))
+    else
+      redis.call('HDEL', KEYS[2], other)
+    end
+  end
+end
+local leases = redis.call('HGETALL', KEYS[1])
+for i = 1, #leases, 2 do
+  if not recorded[leases[i]] and tonumber(leases[i + 1]) > leaseSince then
+    n, lowest = n + 1, math.min(lowest, 1)
+  end
+end
+return {n, lowest}
