@@ -39,6 +39,7 @@ func newFuzzRoom(t testing.TB) *fuzzRoom {
 		// Nobody is dropped while a fuzz run lasts.
 		SessionTTL: caddy.Duration(time.Hour),
 		QueueTTL:   caddy.Duration(time.Hour),
+		StoreRaw:   inMemory,
 	}
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	if err := h.Provision(ctx); err != nil {

@@ -14,11 +14,16 @@ import (
 	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
 )
 
+// inMemory keeps a test's room off Caddy's data directory: the tests reuse room
+// names, and a room kept on disk would start the next test where the last one left
+// it.
+var inMemory = json.RawMessage(`{"type":"memory","file":"off"}`)
+
 // A room's name is one path segment, whatever it holds: a name with a slash is reached
 // through %2F, and a name that looks like a route of its own is still the room.
 func TestRoomNamesAreOnePathSegment(t *testing.T) {
 	for _, name := range []string{"a/b", "admit", "visitors", "x y"} {
-		h := &waitingroom.Handler{Name: name, Capacity: 1}
+		h := &waitingroom.Handler{Name: name, Capacity: 1, StoreRaw: inMemory}
 		ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 		if err := h.Provision(ctx); err != nil {
 			t.Fatal(err)
@@ -42,7 +47,7 @@ func TestRoomNamesAreOnePathSegment(t *testing.T) {
 // The dashboard's name is refused for a room, at validate: its path would be the
 // dashboard's.
 func TestDashboardIsNoRoomName(t *testing.T) {
-	h := &waitingroom.Handler{Name: "dashboard", Capacity: 1}
+	h := &waitingroom.Handler{Name: "dashboard", Capacity: 1, StoreRaw: inMemory}
 	if err := h.Validate(); err == nil {
 		t.Fatal("a room named dashboard was accepted")
 	}
@@ -51,7 +56,7 @@ func TestDashboardIsNoRoomName(t *testing.T) {
 // A wrong method is a 405 naming the methods of that path: the dashboard's GET alone,
 // a room's GET and PATCH, whatever was asked before.
 func TestWrongMethodNamesThePathsMethods(t *testing.T) {
-	h := &waitingroom.Handler{Name: "methods", Capacity: 1}
+	h := &waitingroom.Handler{Name: "methods", Capacity: 1, StoreRaw: inMemory}
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
 	if err := h.Provision(ctx); err != nil {
