@@ -9,8 +9,11 @@ import (
 )
 
 // MemoryStore is the embedded store: one room's state in this process, guarded by one
-// mutex. Every operation is O(1) or O(log n) in the number of waiters; nothing scans the
-// queue. It is pooled by room name (see MemoryStore), so a reload keeps every place.
+// mutex. Every operation is O(1) or O(log n) in the number of waiters; nothing a
+// request or a step does scans the queue. The module pools it by room name, so a
+// reload keeps every place, and saves it to disk behind the hot path (AppendState,
+// once a second: the one walk of the whole room, holding the lock to copy it out),
+// so a restart does too (LoadMemoryStore).
 type MemoryStore struct {
 	mu       sync.Mutex
 	visitors map[VisitorID]*memVisitor
@@ -104,9 +107,6 @@ func NewMemoryStore() *MemoryStore {
 
 // Estimator is the room's estimator, as long-lived as the store.
 func (s *MemoryStore) Estimator() *Estimator { return s.est }
-
-// Destruct lets the store live in a caddy.UsagePool; there is nothing to release.
-func (s *MemoryStore) Destruct() error { return nil }
 
 func (s *MemoryStore) Join(_ context.Context, id VisitorID, now time.Time, lim Limits) (Status, error) {
 	s.mu.Lock()
