@@ -31,6 +31,7 @@ var allScripts = []*luaScript{
 	joinScript, passJoinScript, statusScript, touchScript, heartbeatScript, holdScript,
 	releaseScript, leaveScript, stepScript, shuffleScript, resetScript, positionsScript,
 	statsScript, swapOverridesScript, onceScript, timeScript, reportScript, moveScript,
+	fleetScript,
 }
 
 // A script's error names the line of lua/ it came from, whether that line is in the
@@ -448,5 +449,7 @@ func drive(t *testing.T, s *roomStore) {
 	check("Report", s.Report(ctx, 1, queue.Sample{Latency: []uint64{0, 2, 1}, Failed: 1}))
 	_, err = s.Measured(ctx, 1)
 	check("Measured", err)
+	_, err = s.Fleet(ctx, queue.FormatLevel, now, queue.FleetWindows{Record: 15 * time.Second, Lease: time.Minute})
+	check("Fleet", err)
 	check("Reset", s.Reset(ctx))
 }

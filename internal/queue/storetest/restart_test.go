@@ -22,8 +22,8 @@ func TestMemoryStoreRestartedBetweenCalls(t *testing.T) {
 // restarting is a memory store that restarts from its saved state before every
 // call, at the call's time when it has one (else the last call's): no time passes
 // between the save and the restore, so every answer must be the same as if the store
-// had never gone. Above bigRoom visitors it restarts every hundredth call only, so
-// the suite's long lines stay quick.
+// had never gone. Above bigRoom visitors it restarts every 64th call only, so the
+// suite's long lines stay quick (a restart walks the whole room).
 type restarting struct {
 	t     *testing.T
 	mu    sync.Mutex
@@ -37,7 +37,7 @@ type restarting struct {
 	cancel func()
 }
 
-const bigRoom = 2000
+const bigRoom = 256
 
 // store restarts the store at now and returns it, locked until the call's done:
 // each method unlocks it after its call, so no call reaches a store already replaced.
@@ -48,7 +48,7 @@ func (r *restarting) store(now time.Time) *queue.MemoryStore {
 	}
 	r.calls++
 	st, _ := r.s.Stats(context.Background())
-	if st.Active+st.Waiting+st.Away > bigRoom && r.calls%100 != 0 {
+	if st.Active+st.Waiting+st.Away > bigRoom && r.calls%64 != 0 {
 		return r.s
 	}
 	body := r.s.AppendState(nil, "restarting", r.now)
