@@ -51,12 +51,17 @@ var (
 
 // Frame is body framed as a state file.
 func Frame(body []byte) []byte {
-	b := make([]byte, 0, headLen+len(body)+tailLen)
-	b = append(b, magic...)
-	b = binary.BigEndian.AppendUint16(b, Version)
-	b = binary.BigEndian.AppendUint64(b, uint64(len(body)))
-	b = append(b, body...)
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	head, tail := frame(body)
+	return append(append(append(make([]byte, 0, headLen+len(body)+tailLen), head...), body...), tail...)
+}
+
+// frame is what goes before body and after it in its state file.
+func frame(body []byte) (head, tail []byte) {
+	head = append([]byte(magic), 0, 0)
+	binary.BigEndian.PutUint16(head[len(magic):], Version)
+	head = binary.BigEndian.AppendUint64(head, uint64(len(body)))
+	sum := crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, body)
+	return head, binary.BigEndian.AppendUint32(nil, sum)
 }
 
 // Unframe is the body of a state file's bytes, or why there is none to trust.
@@ -115,7 +120,14 @@ func Write(path string, body []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(Frame(body))
+	// Written in three parts, not framed into one buffer: a million waiters' body is
+	// 30 MB, which a copy would fault in and zero every second.
+	head, tail := frame(body)
+	for _, part := range [][]byte{head, body, tail} {
+		if err == nil {
+			_, err = f.Write(part)
+		}
+	}
 	if err == nil {
 		err = f.Sync()
 	}
