@@ -71,6 +71,12 @@ type MemoryStore struct {
 	subsMu  sync.Mutex
 	subs    map[int]func([]VisitorID)
 	nextSub int
+
+	// saved is the last save's copy of the visitors (memory_state.go), kept for the
+	// next save under savingMu: a new one each second would be most of the time a save
+	// holds mu, its pages faulted in and zeroed under the lock.
+	savingMu sync.Mutex
+	saved    []savedVisitor
 }
 
 // memVisitor is one visitor: in the active list when admitted, in a slot and the heard
