@@ -73,8 +73,8 @@ type MemoryStore struct {
 	nextSub int
 
 	// saved is the last save's copy of the visitors (memory_state.go), kept for the
-	// next save under savingMu: a new one each second would be most of the time a save
-	// holds mu, its pages faulted in and zeroed under the lock.
+	// next save under savingMu: a new one each second, its pages faulted in and zeroed
+	// under the lock, would double the time a save holds mu.
 	savingMu sync.Mutex
 	saved    []savedVisitor
 }
