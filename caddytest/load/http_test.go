@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// TestHTTPAndStoreSections runs the http, key, admitted and store sections at smoke scale (one
+// TestHTTPAndStoreSections runs the http, key, admitted, durable and store sections at smoke scale (one
 // round of a second) and holds them to what every run must show whatever the machine: each
 // row present with a figure above zero. The sections themselves fail a run whose wrk
 // rounds saw a failed or no request, whose rooms did not count every request as the
@@ -28,7 +28,7 @@ func TestHTTPAndStoreSections(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	o := options{quick: true, only: []string{"store", "http", "key", "admitted"}, duration: time.Second, rounds: 1, tls: true}
+	o := options{quick: true, only: []string{"store", "http", "key", "admitted", "durable"}, duration: time.Second, rounds: 1, tls: true}
 	rows, err := run(ctx, o)
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +37,10 @@ func TestHTTPAndStoreSections(t *testing.T) {
 	// http: two stores, each over plain HTTP and TLS.
 	// admitted: against bare, throughput and cost, the one-line handler against bare and
 	// the room, and adapt on against bare and against off, each over plain HTTP and TLS.
-	want := map[string]int{"machine": 1, "http": 2 * 2 * (2*4 + 3), "store": 4 + 2*2*len(scaleFor(o).sizes), "admitted": 2 * 6}
+	// durable: the admitted visitor and joins, on disk against off, throughput and cost,
+	// and the line saved, over plain HTTP and TLS.
+	want := map[string]int{"machine": 1, "http": 2 * 2 * (2*4 + 3), "store": 4 + 2*2*len(scaleFor(o).sizes), "admitted": 2 * 6,
+		"durable": 2 * 5}
 	got := map[string]int{}
 	for _, r := range rows {
 		got[r.section]++

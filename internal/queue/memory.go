@@ -77,6 +77,12 @@ type MemoryStore struct {
 	subsMu  sync.Mutex
 	subs    map[int]func([]VisitorID)
 	nextSub int
+
+	// saved is the last save's copy of the visitors (memory_state.go), kept for the
+	// next save under savingMu: a new one each second, its pages faulted in and zeroed
+	// under the lock, would double the time a save holds mu.
+	savingMu sync.Mutex
+	saved    []savedVisitor
 }
 
 // memVisitor is one visitor: in the active list when admitted, in a slot and the heard

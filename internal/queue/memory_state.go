@@ -51,12 +51,17 @@ type savedVisitor struct {
 }
 
 // AppendState appends the store's state as of now, for the room named room, to dst.
-// It holds the store's lock only to copy the state out (about 40 bytes a visitor);
-// the encoding is done after.
+// It holds the store's lock only to copy the state out (48 bytes a visitor, into the
+// copy the last save made); the encoding is done after.
 func (s *MemoryStore) AppendState(dst []byte, room string, now time.Time) []byte {
 	nanos := now.UnixNano()
+	s.savingMu.Lock()
+	defer s.savingMu.Unlock()
 	s.mu.Lock()
-	vs := make([]savedVisitor, 0, len(s.visitors))
+	vs := s.saved[:0]
+	if cap(vs) < len(s.visitors) {
+		vs = make([]savedVisitor, 0, len(s.visitors)+len(s.visitors)/8) // room to grow
+	}
 	for i := s.head; i < len(s.slots); i++ {
 		if v := s.slots[i]; v != nil {
 			vs = append(vs, saveVisitor(v))
@@ -160,6 +165,12 @@ func (s *MemoryStore) AppendState(dst []byte, room string, now time.Time) []byte
 	for _, r := range rates {
 		w.int(r.at.UnixNano())
 		w.uint(r.total)
+	}
+	// Kept for the next save, unless the line has shrunk to under half of it: a
+	// room after its sale does not hold on to the sale's copy.
+	s.saved = nil
+	if len(vs) >= cap(vs)/2 {
+		s.saved = vs[:0]
 	}
 	return w.b
 }
