@@ -3,6 +3,7 @@ package room
 import (
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
@@ -27,7 +28,7 @@ type Settings struct {
 	ProofOfWork                   int
 	// Adapt are the adaptive capacity's targets; nil while it is off. While it is on,
 	// Capacity is the one it chose.
-	Adapt *Adapt
+	Adapt *capacity.Targets
 
 	// Overrides are what the admin API changed, which these settings include.
 	Overrides Overrides

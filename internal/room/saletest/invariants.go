@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 )
@@ -322,7 +323,7 @@ func (w *watch) adapted(s *sale, i int, from int) {
 	}
 	// The law on the shop's own answers as it is to read them, in the room most
 	// ready to move: full, a line waiting, nothing else limiting.
-	r := room.Reading{Requests: read.Count(), Failed: read.Failed, P90: read.Percentile(0.9), Active: from, Waiting: 1}
+	r := capacity.Reading{Requests: read.Count(), Failed: read.Failed, P90: read.Percentile(0.9), Active: from, Waiting: 1}
 	within := r.Requests > 0 && r.P90 <= set.Adapt.Latency && (r.Failed < 2 || r.ErrorShare() <= set.Adapt.Errors)
 	over := r.Requests > 0 && !within
 	// The reason says whether the law moved the capacity: from is this instance's
