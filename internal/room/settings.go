@@ -155,7 +155,7 @@ func (s *Settings) limits() queue.Limits {
 }
 
 // maxCapacity is the passthrough mode's capacity: everyone is admitted and counted.
-const maxCapacity = 1<<31 - 1
+const maxCapacity = capacity.MaxCapacity
 
 // refreshSeconds is how often a page without WebSocket polls (and the no-JS page
 // reloads): often enough to keep the place alive well within queue_ttl.
