@@ -78,8 +78,8 @@ func claimCookieName(state map[string]any, wr *Handler) error {
 //		queue_ttl   <duration>
 //		away_ttl    <duration>|0
 //		arrive_ttl  <duration>|0
-//		status_code <code>
-//		reject_status_code <code>
+//		status_code 200|202|429|503
+//		reject_status_code 200|202|429|503
 //		fail        open|closed
 //		secret      <string> [<previous>...]
 //		template    <file>
@@ -87,6 +87,12 @@ func claimCookieName(state map[string]any, wr *Handler) error {
 //		message     <text>
 //		proof_of_work <bits>
 //		key         <placeholder>
+//		adapt {
+//			latency <duration>
+//			errors  <percent>
+//			min     <n>
+//			max     <n>
+//		}
 //		max_joins_per_ip       <n> [<window>]
 //		max_connections_per_ip <n>
 //		cookie {
@@ -97,7 +103,7 @@ func claimCookieName(state map[string]any, wr *Handler) error {
 //			secure    [on|off]
 //			http_only [on|off]
 //		}
-//		store memory | <module> ...
+//		store memory | redis <url> { ... }
 //		event <start> <end> {
 //			prequeue <duration>
 //			shuffle
@@ -107,7 +113,8 @@ func claimCookieName(state map[string]any, wr *Handler) error {
 //		}
 //	}
 //
-// event may appear several times; start and end are RFC 3339 times.
+// event may appear several times; start and end are RFC 3339 times. The block is
+// docs/caddyfile.md's, which says each line's default (TestSyntaxBlockIsTheManuals).
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
 	missingName := d.Err("waiting_room needs a name (add `name <name>` to the block)")
