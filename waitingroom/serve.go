@@ -254,8 +254,8 @@ func (rw *revokeWatcher) WriteHeader(code int) {
 
 // obey carries out and strips the upstream's command header, if any. It runs on every
 // admitted request, so it indexes the header map with the canonical name (what Set,
-// Add and the reverse proxy store) instead of Get, which canonicalizes the name again
-// each time: that was a tenth of the admitted hot path.
+// Add and the reverse proxy store): Get would canonicalize the name again on every
+// request, a tenth of the admitted hot path's cost.
 func (rw *revokeWatcher) obey() {
 	hdr := rw.ResponseWriter.Header()
 	values, ok := hdr[commandHeader]
