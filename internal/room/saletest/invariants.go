@@ -85,10 +85,10 @@ func newWatch(capacity int) *watch {
 // request checks one request's decision.
 func (w *watch) request(s *sale, i int, v *room.Visit, d *room.Decision) {
 	now := s.clock.Now()
-	if v.Socket && d.Outcome == room.Admitted && !d.TellSocket {
+	if v.Socket && d.Outcome == room.Admitted {
 		s.fail(socketNeverShops, "i%d handed a waiting socket of %s to the shop", i, d.Visitor)
 	}
-	if d.Outcome == room.Admitted && !d.TellSocket {
+	if d.Place == queue.Admitted && d.Outcome != room.TellAdmitted {
 		st, err := s.fleet[i].store.Status(s.ctx, d.Visitor, now)
 		if err != nil {
 			s.t.Fatalf("status: %v", err)
@@ -111,7 +111,7 @@ func (w *watch) request(s *sale, i int, v *room.Visit, d *room.Decision) {
 				i, d.Visitor, now.Sub(last), now.Sub(w.began[d.Visitor]), st.State, cmp.Or(w.endedBy[d.Visitor], "the store ended it itself: session_max or session_ttl"))
 		}
 	}
-	if d.Outcome == room.Admitted {
+	if d.Place == queue.Admitted {
 		w.event(s, fmt.Sprintf("i%d request", i)) // only an admission can fill a slot
 	}
 }

@@ -117,7 +117,7 @@ func (f *flooder) act(s *sale) {
 	for range floodPerStep {
 		d, _ := s.visit(f.name, room.Visit{Cookie: f.dev.cookie, Addr: f.name})
 		f.dev.keep(&d)
-		if d.Outcome != room.Admitted {
+		if d.Place != queue.Admitted {
 			f.state = arriving
 			return
 		}
