@@ -7,7 +7,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 )
 
 // Adapt turns on the adaptive capacity: the room measures, for every request it lets
@@ -31,10 +31,10 @@ type Adapt struct {
 
 // engine is adapt as the room takes it, for a room of that capacity, defaults filled
 // in and checked.
-func (a *Adapt) engine(capacity int) (*room.Adapt, error) {
-	out := room.Adapt{Latency: time.Duration(a.Latency), Errors: room.DefaultAdaptErrors, Min: a.Min, Max: a.Max}
+func (a *Adapt) engine(roomCapacity int) (*capacity.Targets, error) {
+	out := capacity.Targets{Latency: time.Duration(a.Latency), Errors: capacity.DefaultErrors, Min: a.Min, Max: a.Max}
 	if a.Errors != "" {
-		share, err := room.ParseShare(a.Errors)
+		share, err := capacity.ParseShare(a.Errors)
 		if err != nil {
 			return nil, fmt.Errorf("adapt errors: %w", err)
 		}
@@ -43,8 +43,8 @@ func (a *Adapt) engine(capacity int) (*room.Adapt, error) {
 	if a.Min < 0 || a.Max < 0 {
 		return nil, fmt.Errorf("adapt min and max must not be negative, got %d and %d", a.Min, a.Max)
 	}
-	out = out.WithDefaults(capacity)
-	if err := room.CheckAdapt(out, capacity); err != nil {
+	out = out.WithDefaults(roomCapacity)
+	if err := capacity.Check(out, roomCapacity); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -84,7 +84,7 @@ func parseAdapt(d *caddyfile.Dispenser) (*Adapt, error) {
 			a.Errors, err = oneArg(d)
 			if err == nil {
 				var share float64
-				if share, err = room.ParseShare(a.Errors); err != nil {
+				if share, err = capacity.ParseShare(a.Errors); err != nil {
 					err = d.Errf("adapt errors: %v", err)
 				} else if share < 0 || share > 1 {
 					err = d.Errf("adapt errors must be a percentage from 0%% to 100%%, got %s", a.Errors)

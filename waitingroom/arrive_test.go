@@ -129,7 +129,7 @@ func TestNoShowGivesTheSlotBackAndGoesFirst(t *testing.T) {
 	tr.queued(a) // a's page answered once, as a real browser's does
 	tr.revoke(holder)
 	tr.step() // a's turn
-	if d := tr.socket(a); d.Outcome != room.Admitted || !d.TellSocket {
+	if d := tr.socket(a); d.Outcome != room.TellAdmitted {
 		t.Fatalf("a's socket after the admission: outcome %v, want admitted and told", d.Outcome)
 	}
 
@@ -242,7 +242,7 @@ func TestLateNavigationAfterTheSocketKeepsTheTurn(t *testing.T) {
 	tr.step()
 	d := tr.socket(a)
 	admitted := string(d.Cookie())
-	if d.Outcome != room.Admitted || admitted == "" {
+	if d.Outcome != room.TellAdmitted || admitted == "" {
 		t.Fatalf("a's socket: outcome %v, cookie %q; want admitted with a cookie", d.Outcome, admitted)
 	}
 	tr.clock.Advance(20 * time.Second)
@@ -299,13 +299,13 @@ func TestSocketWithTheAdmittedCookieIsNoArrival(t *testing.T) {
 	tr.step()
 	d := tr.socket(a)
 	admitted := string(d.Cookie())
-	if d.Outcome != room.Admitted || admitted == "" {
+	if d.Outcome != room.TellAdmitted || admitted == "" {
 		t.Fatalf("a's socket: outcome %v, cookie %q; want admitted with a cookie", d.Outcome, admitted)
 	}
 	for range 6 {
 		tr.clock.Advance(5 * time.Second)
 		tr.queued(b) // b's page polls, so b is present throughout
-		if d := tr.socket(admitted); d.Outcome != room.Admitted || !d.TellSocket {
+		if d := tr.socket(admitted); d.Outcome != room.TellAdmitted {
 			t.Fatalf("a's socket again with its admitted cookie: outcome %v, want admitted and told", d.Outcome)
 		}
 		tr.step()
@@ -332,7 +332,7 @@ func TestSocketAloneDoesNotBringANoShowBack(t *testing.T) {
 	tr.clock.Advance(30 * time.Second)
 	tr.step()
 	for _, cookie := range []string{a, admitted} {
-		if d := tr.socket(cookie); d.Outcome != room.Queued || d.Status.Position != 0 || !d.Status.Missed {
+		if d := tr.socket(cookie); d.Outcome != room.WaitingSocket || d.Status.Position != 0 || !d.Status.Missed {
 			t.Fatalf("the no-show's socket: outcome %v, %+v; want queued at position 0, missed", d.Outcome, d.Status)
 		}
 	}

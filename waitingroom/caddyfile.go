@@ -1,7 +1,6 @@
 package waitingroom
 
 import (
-	"cmp"
 	"fmt"
 	"os"
 	"slices"
@@ -79,8 +78,8 @@ func claimCookieName(state map[string]any, wr *Handler) error {
 //		queue_ttl   <duration>
 //		away_ttl    <duration>|0
 //		arrive_ttl  <duration>|0
-//		status_code <code>
-//		reject_status_code <code>
+//		status_code 200|202|429|503
+//		reject_status_code 200|202|429|503
 //		fail        open|closed
 //		secret      <string> [<previous>...]
 //		template    <file>
@@ -88,6 +87,12 @@ func claimCookieName(state map[string]any, wr *Handler) error {
 //		message     <text>
 //		proof_of_work <bits>
 //		key         <placeholder>
+//		adapt {
+//			latency <duration>
+//			errors  <percent>
+//			min     <n>
+//			max     <n>
+//		}
 //		max_joins_per_ip       <n> [<window>]
 //		max_connections_per_ip <n>
 //		cookie {
@@ -98,7 +103,7 @@ func claimCookieName(state map[string]any, wr *Handler) error {
 //			secure    [on|off]
 //			http_only [on|off]
 //		}
-//		store memory | <module> ...
+//		store memory | redis <url> { ... }
 //		event <start> <end> {
 //			prequeue <duration>
 //			shuffle
@@ -108,7 +113,8 @@ func claimCookieName(state map[string]any, wr *Handler) error {
 //		}
 //	}
 //
-// event may appear several times; start and end are RFC 3339 times.
+// event may appear several times; start and end are RFC 3339 times. The block is
+// docs/caddyfile.md's, which says each line's default (TestSyntaxBlockIsTheManuals).
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
 	missingName := d.Err("waiting_room needs a name (add `name <name>` to the block)")
@@ -117,9 +123,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	seen := map[string]bool{}
-	var nameAt string      // the line of the room's name, where its default cookie name comes from
-	var awayTooShort error // away_ttl below queue_ttl, on away_ttl's line
-	var adaptAt string     // the line of the adapt block, checked against the capacity
+	var nameAt string              // the line of the room's name, where its default cookie name comes from
+	var awayAt caddyfile.Dispenser // the away_ttl line, where a contradiction with queue_ttl is told
+	var adaptAt string             // the line of the adapt block, checked against the capacity
 	checkArrive := func() error { return nil }
 	for d.NextBlock(0) {
 		sub := d.Val()
@@ -155,7 +161,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			var away caddy.Duration
 			away, err = durationOrZero(d, sub)
 			h.AwayTTL = &away
-			awayTooShort = d.Errf("away_ttl %v is shorter than queue_ttl: a quiet waiter is kept at least as long as a present one (0 loses the place at queue_ttl)", time.Duration(away))
+			awayAt = *d // checked against queue_ttl, which may come after
 		case "arrive_ttl":
 			checkArrive, err = h.parseArriveTTL(d) // arrive.go
 		case "status_code":
@@ -164,8 +170,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.RejectStatusCode, err = statusCode(d, sub)
 		case "fail":
 			h.Fail, err = oneArg(d)
-			if err == nil && h.Fail != failOpen && h.Fail != failClosed {
-				err = d.Errf("fail must be open or closed, got %q", h.Fail)
+			if err == nil {
+				err = lineErr(d, checkFail(h.Fail))
 			}
 		case "secret":
 			args := d.RemainingArgs()
@@ -190,8 +196,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.PerIP.MaxConnections, err = positiveInt(d, sub)
 		case "lang":
 			h.Lang, err = oneArg(d)
-			if err == nil && !page.Supported(h.Lang) {
-				err = d.Errf("lang must be one of %s, got %q", strings.Join(page.Languages(), ", "), h.Lang)
+			if err == nil {
+				err = lineErr(d, checkLang(h.Lang))
 			}
 		case "message":
 			h.Message, err = oneArg(d)
@@ -227,8 +233,10 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if h.Capacity == 0 {
 		return missingCapacity
 	}
-	if a := h.AwayTTL; a != nil && *a > 0 && time.Duration(*a) < cmp.Or(time.Duration(h.QueueTTL), defaultQueueTTL) {
-		return awayTooShort
+	if a := h.AwayTTL; a != nil {
+		if err := room.CheckTimings(h.queueTTL(), time.Duration(*a)); err != nil {
+			return awayAt.Err(err.Error())
+		}
 	}
 	if err := checkArrive(); err != nil {
 		return err
@@ -539,4 +547,12 @@ func onOff(d *caddyfile.Dispenser) (*bool, error) {
 		}
 	}
 	return &v, nil
+}
+
+// lineErr is err on the dispenser's line, nil for none.
+func lineErr(d *caddyfile.Dispenser, err error) error {
+	if err == nil {
+		return nil
+	}
+	return d.Err(err.Error())
 }

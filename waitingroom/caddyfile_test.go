@@ -371,13 +371,13 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{
 			name:    "away_ttl below queue_ttl, named on its own line",
 			input:   "waiting_room {\n name a\n away_ttl 90s\n capacity 1\n queue_ttl 2m\n}",
-			wantErr: "away_ttl 1m30s is shorter than queue_ttl",
+			wantErr: "away_ttl (1m30s) must be 0 or at least queue_ttl (2m0s): a quiet waiter is kept at least as long as a present one",
 			line:    3,
 		},
 		{
 			name:    "away_ttl below the default queue_ttl",
 			input:   "waiting_room {\n name a\n capacity 1\n away_ttl 30s\n}",
-			wantErr: "away_ttl 30s is shorter than queue_ttl",
+			wantErr: "away_ttl (30s) must be 0 or at least queue_ttl (1m0s): a quiet waiter is kept at least as long as a present one",
 			line:    4,
 		},
 		{
@@ -857,9 +857,9 @@ func TestValidate(t *testing.T) {
 		{name: "negative queue_ttl", json: `{"name":"a","capacity":1,"queue_ttl":-1}`, wantErr: "queue_ttl must not be negative"},
 		{name: "away_ttl off", json: `{"name":"a","capacity":1,"away_ttl":0}`},
 		{name: "away_ttl 20m", json: `{"name":"a","capacity":1,"queue_ttl":"2m","away_ttl":"20m"}`},
-		{name: "away_ttl below queue_ttl", json: `{"name":"a","capacity":1,"queue_ttl":"2m","away_ttl":"90s"}`, wantErr: "away_ttl must be 0 or at least queue_ttl (2m0s), got 1m30s"},
-		{name: "away_ttl below the default queue_ttl", json: `{"name":"a","capacity":1,"away_ttl":"30s"}`, wantErr: "away_ttl must be 0 or at least queue_ttl (1m0s), got 30s"},
-		{name: "negative away_ttl", json: `{"name":"a","capacity":1,"away_ttl":"-1m"}`, wantErr: "away_ttl must be 0 or at least queue_ttl"},
+		{name: "away_ttl below queue_ttl", json: `{"name":"a","capacity":1,"queue_ttl":"2m","away_ttl":"90s"}`, wantErr: "away_ttl (1m30s) must be 0 or at least queue_ttl (2m0s): a quiet waiter is kept at least as long as a present one"},
+		{name: "away_ttl below the default queue_ttl", json: `{"name":"a","capacity":1,"away_ttl":"30s"}`, wantErr: "away_ttl (30s) must be 0 or at least queue_ttl (1m0s): a quiet waiter is kept at least as long as a present one"},
+		{name: "negative away_ttl", json: `{"name":"a","capacity":1,"away_ttl":"-1m"}`, wantErr: "away_ttl (-1m0s) must be 0 or at least queue_ttl (1m0s)"},
 		{name: "bad cookie name", json: `{"name":"a","capacity":1,"cookie":{"name":"a b"}}`, wantErr: `cookie: name "a b": only letters, digits, '-' and '_' are allowed`},
 		{name: "bad same_site", json: `{"name":"a","capacity":1,"cookie":{"same_site":"bogus"}}`, wantErr: `cookie: same_site must be lax, strict or none, got "bogus"`},
 		{name: "same_site none without secure", json: `{"name":"a","capacity":1,"cookie":{"same_site":"none","secure":false}}`, wantErr: "cookie: same_site none needs secure"},

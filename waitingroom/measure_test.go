@@ -13,7 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 )
 
 // What the room measures of the shop, request by request, through ServeHTTP with the
@@ -50,7 +50,7 @@ func (m *measuredRoom) serve(ctx context.Context, method string, body io.Reader,
 // count and the failed counter.
 func (m *measuredRoom) measured() (count, failed float64) {
 	m.t.Helper()
-	m.clock.Advance(room.ControlPeriod)
+	m.clock.Advance(capacity.ControlPeriod)
 	Tick(m.h)
 	metrics.ttfb.mu.Lock()
 	c := *metrics.ttfb.rooms[m.h.Name]

@@ -61,18 +61,17 @@ func (v *visit) decided(d *room.Decision) {
 		return
 	}
 	v.capacity, v.keyed = d.Settings.Capacity, d.Keyed
-	switch d.Outcome {
-	case room.Through:
-	case room.Admitted:
+	switch {
+	case d.Place == queue.Admitted:
 		v.status, v.id, v.hasID = visitAdmitted, d.Visitor, true
 		v.waited, v.known = max(d.Waited, 0), d.Waited >= 0
-	case room.Queued:
+	case d.Place == queue.Queued:
 		v.status, v.id, v.hasID, v.position = visitQueued, d.Visitor, true, d.Status.Position
-	case room.Challenged:
+	case d.Outcome == room.Challenged:
 		v.status = visitChallenge
-	case room.Rejected, room.TooMany, room.KeyTooLong:
+	case d.Outcome == room.Rejected, d.Outcome == room.CrossSiteRefused, d.Outcome == room.TooMany, d.Outcome == room.KeyTooLong:
 		v.status = visitRejected
-	case room.Degraded:
+	case d.Outcome == room.Degraded:
 		v.status = visitUnavailable
 	}
 }

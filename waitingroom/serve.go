@@ -65,57 +65,45 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	case room.Through:
 		return next.ServeHTTP(w, r) // the room is off, or no visitor asks: no cookie, nothing counted
 	case room.Admitted:
-		switch {
-		case d.Clean:
-			return h.seeClean(w, r)
-		case d.TellSocket:
-			return h.room.TellAdmitted(w, r)
-		case d.Handoff != "":
-			return h.serveHandoff(w, r, d, "admitted")
-		case d.HandoffBusy:
-			return handoffBusy(w)
-		}
 		return h.passAdmitted(w, r, next, v, d.Visitor, d.Cookie() != nil, facts.Now)
-	case room.Queued:
-		switch {
-		case d.Clean:
-			return h.seeClean(w, r)
-		case facts.Socket:
-			refused, err := h.room.ServeSocket(w, r, d, facts.Addr)
-			if refused {
-				return tooMany(w, time.Duration(d.Settings.RefreshSeconds())*time.Second)
-			}
-			return err
-		case d.Handoff != "":
-			return h.serveHandoff(w, r, d, "queued")
-		case d.HandoffBusy:
-			return handoffBusy(w)
+	case room.CleanRedirect:
+		return h.seeClean(w, r)
+	case room.TellAdmitted:
+		return h.room.TellAdmitted(w, r)
+	case room.WaitingSocket:
+		refused, err := h.room.ServeSocket(w, r, d, facts.Addr)
+		if refused {
+			return tooMany(w, time.Duration(d.Settings.RefreshSeconds())*time.Second)
 		}
-		return h.respond(w, r, h.StatusCode, h.room.Tell(d, facts.Now), d.Settings)
-	case room.Moved:
+		return err
+	case room.HandoffCode:
+		return h.serveHandoff(w, r, d, d.Place.String())
+	case room.HandoffBusy:
+		return handoffBusy(w)
+	case room.Queued, room.Moved:
 		return h.respond(w, r, h.StatusCode, h.room.Tell(d, facts.Now), d.Settings)
 	case room.Challenged:
 		return h.serveChallenge(w, r, d.Challenge, d.Difficulty)
 	case room.Rejected:
-		if d.CrossSite {
-			w.Header().Set("Cache-Control", "no-store")
-			what := "cross-origin WebSocket refused"
-			if facts.HandoffNew {
-				what = "cross-site hand-off request refused"
-			}
-			http.Error(w, what, http.StatusForbidden)
-			return nil
-		}
 		return h.respond(w, r, h.RejectStatusCode, h.room.Tell(d, facts.Now), d.Settings)
+	case room.CrossSiteRefused:
+		w.Header().Set("Cache-Control", "no-store")
+		what := "cross-origin WebSocket refused"
+		if d.CrossSiteHandoff {
+			what = "cross-site hand-off request refused"
+		}
+		http.Error(w, what, http.StatusForbidden)
+		return nil
 	case room.TooMany:
 		return tooMany(w, d.RetryAfter)
 	case room.KeyTooLong:
 		return keyTooLong(w, r, h.Name) // key.go
+	case room.Degraded:
+		if h.Fail == failOpen {
+			return next.ServeHTTP(w, r)
+		}
 	}
-	// Degraded: the store could not decide.
-	if h.Fail == failOpen {
-		return next.ServeHTTP(w, r)
-	}
+	// Degraded and failing closed: the store could not decide.
 	return h.respond(w, r, http.StatusServiceUnavailable, h.room.Tell(d, facts.Now), d.Settings)
 }
 
@@ -254,8 +242,8 @@ func (rw *revokeWatcher) WriteHeader(code int) {
 
 // obey carries out and strips the upstream's command header, if any. It runs on every
 // admitted request, so it indexes the header map with the canonical name (what Set,
-// Add and the reverse proxy store) instead of Get, which canonicalizes the name again
-// each time: that was a tenth of the admitted hot path.
+// Add and the reverse proxy store): Get would canonicalize the name again on every
+// request, a tenth of the admitted hot path's cost.
 func (rw *revokeWatcher) obey() {
 	hdr := rw.ResponseWriter.Header()
 	values, ok := hdr[commandHeader]

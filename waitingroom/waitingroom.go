@@ -1,7 +1,6 @@
 package waitingroom
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -439,10 +438,10 @@ func (h *Handler) Validate() error {
 			return err
 		}
 	}
-	if a, q := h.AwayTTL, cmp.Or(time.Duration(h.QueueTTL), defaultQueueTTL); a != nil && (*a < 0 || *a > 0 && time.Duration(*a) < q) {
-		return fmt.Errorf("away_ttl must be 0 or at least queue_ttl (%v), got %v", q, time.Duration(*a))
-	}
-	if a := h.AwayTTL; a != nil && *a > 0 {
+	if a := h.AwayTTL; a != nil {
+		if err := room.CheckTimings(h.queueTTL(), time.Duration(*a)); err != nil {
+			return err
+		}
 		if err := room.CheckTiming("away_ttl", time.Duration(*a)); err != nil {
 			return err
 		}
@@ -491,13 +490,15 @@ func (h *Handler) Validate() error {
 	if err := checkEvents(h.Events); err != nil {
 		return err
 	}
-	switch h.Fail {
-	case "", failOpen, failClosed:
-	default:
-		return fmt.Errorf("fail must be open or closed, got %q", h.Fail)
+	if h.Fail != "" {
+		if err := checkFail(h.Fail); err != nil {
+			return err
+		}
 	}
-	if h.Lang != "" && !page.Supported(h.Lang) {
-		return fmt.Errorf("lang must be one of %s, got %q", strings.Join(page.Languages(), ", "), h.Lang)
+	if h.Lang != "" {
+		if err := checkLang(h.Lang); err != nil {
+			return err
+		}
 	}
 	if err := room.CheckMessage(h.Message); err != nil {
 		return err
@@ -544,3 +545,20 @@ var (
 	_ caddy.CleanerUpper          = (*Handler)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
 )
+
+// checkFail refuses a fail that is neither open nor closed: the one message of the
+// Caddyfile's line and the JSON config's validation.
+func checkFail(fail string) error {
+	if fail != failOpen && fail != failClosed {
+		return fmt.Errorf("fail must be open or closed, got %q", fail)
+	}
+	return nil
+}
+
+// checkLang refuses a language the page does not speak.
+func checkLang(lang string) error {
+	if !page.Supported(lang) {
+		return fmt.Errorf("lang must be one of %s, got %q", strings.Join(page.Languages(), ", "), lang)
+	}
+	return nil
+}

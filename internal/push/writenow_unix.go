@@ -13,11 +13,11 @@ import (
 // The runtime keeps the descriptor non-blocking, so the write never sleeps, and it is
 // made as a raw system call, which the scheduler is not told of. A write(2) the
 // runtime is told of (syscall.Write) marks the hub's P as in a system call, and
-// at 17,000 waiters on one instance the scheduler's monitor, finding it so every few
-// tens of microseconds, handed the P to another thread and woke itself up ever
-// more often: sysmon was 13 % of the instance's CPU and the threads' switching a
-// further 10 %; with the raw call sysmon is 3 % (perf record of the harness's ws
-// section, go run ./load -only ws -waiters 17000 -instances 1 -clients 1).
+// with thousands of waiters on one instance the scheduler's monitor, finding it so
+// every few tens of microseconds, hands the P to another thread and wakes itself up
+// ever more often: at 17,000 waiters that monitor costs the instance 13 % of its CPU
+// with syscall.Write, 3 % with the raw call (perf record of
+// go run ./load -only ws -waiters 17000 -instances 1 -clients 1).
 // Control holds the descriptor open for the call without the runtime's write lock
 // and poller reset: the socket's wire lock already keeps writers apart. unsafe is
 // only how a raw system call is handed the address of our own frame, as the syscall

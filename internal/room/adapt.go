@@ -2,116 +2,17 @@ package room
 
 import (
 	"encoding/json"
-	"fmt"
-	"math"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 )
-
-// Adapt are the adaptive capacity's targets and bounds: the room sets its capacity
-// from the shop's own answers to keep the shop's p90 time to first byte under Latency
-// and its share of failed requests under Errors, never below Min nor above Max.
-type Adapt struct {
-	Latency time.Duration
-	Errors  float64 // a share, 0.02 for 2 %
-	Min     int
-	Max     int
-}
-
-// The defaults of the fields an adapt block may leave out; Max's is
-// defaultAdaptMaxFactor × capacity.
-const (
-	DefaultAdaptErrors    = 0.05
-	DefaultAdaptMin       = 1
-	defaultAdaptMaxFactor = 10
-)
-
-// WithDefaults fills in the bounds a leaves out (0), for a room of that capacity.
-// An errors target left out is the caller's to fill in (DefaultAdaptErrors): 0 % is
-// a target an operator may mean.
-func (a Adapt) WithDefaults(capacity int) Adapt {
-	if a.Min == 0 {
-		a.Min = DefaultAdaptMin
-	}
-	if a.Max == 0 {
-		a.Max = min(max(defaultAdaptMaxFactor*capacity, a.Min), maxCapacity)
-	}
-	return a
-}
-
-// CheckAdapt refuses targets and bounds the controller cannot keep, for a room of
-// that capacity (0: the capacity is not known here, and is clamped instead).
-func CheckAdapt(a Adapt, capacity int) error {
-	switch {
-	case a.Latency <= 0:
-		return fmt.Errorf("adapt latency must be a positive duration, got %v", a.Latency)
-	case a.Latency > maxTiming:
-		return fmt.Errorf("adapt latency must be at most %v, got %v", maxTiming, a.Latency)
-	case math.IsNaN(a.Errors) || a.Errors < 0 || a.Errors > 1:
-		return fmt.Errorf("adapt errors must be a percentage from 0%% to 100%%, got %s", FormatShare(a.Errors))
-	case a.Min < 1:
-		return fmt.Errorf("adapt min must be at least 1, got %d", a.Min)
-	case a.Max < a.Min:
-		return fmt.Errorf("adapt max (%d) must be at least min (%d)", a.Max, a.Min)
-	case a.Max > maxCapacity:
-		return fmt.Errorf("adapt max must be at most %d, got %d", maxCapacity, a.Max)
-	case capacity > 0 && (capacity < a.Min || capacity > a.Max):
-		return fmt.Errorf("capacity (%d) must be within adapt's min (%d) and max (%d): it is where adapt starts", capacity, a.Min, a.Max)
-	}
-	return nil
-}
-
-// ParseShare reads a percentage such as "2%" or "0.5%" as a share (0.02, 0.005).
-func ParseShare(s string) (float64, error) {
-	num, ok := strings.CutSuffix(strings.TrimSpace(s), "%")
-	if !ok {
-		return 0, fmt.Errorf("want a percentage such as 2%%, got %q", clip([]byte(s)))
-	}
-	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, fmt.Errorf("want a percentage such as 2%%, got %q", clip([]byte(s)))
-	}
-	return f / 100, nil
-}
-
-// FormatShare writes a share as a percentage ("2%").
-func FormatShare(f float64) string {
-	return strconv.FormatFloat(f*100, 'f', -1, 64) + "%"
-}
-
-// adaptJSON is how the overrides and the admin API write adapt's targets.
-type adaptJSON struct {
-	Latency Period `json:"latency"`
-	Errors  string `json:"errors"`
-	Min     int    `json:"min"`
-	Max     int    `json:"max"`
-}
-
-// MarshalJSON writes the targets as the Caddyfile does: a duration and a percentage.
-func (a Adapt) MarshalJSON() ([]byte, error) {
-	return json.Marshal(adaptJSON{Latency: Period(a.Latency), Errors: FormatShare(a.Errors), Min: a.Min, Max: a.Max})
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (a *Adapt) UnmarshalJSON(b []byte) error {
-	var in adaptJSON
-	if err := json.Unmarshal(b, &in); err != nil {
-		return err
-	}
-	share, err := ParseShare(in.Errors)
-	if err != nil {
-		return fmt.Errorf("adapt errors: %w", err)
-	}
-	*a = Adapt{Latency: time.Duration(in.Latency), Errors: share, Min: in.Min, Max: in.Max}
-	return nil
-}
 
 // AdaptOverride is the admin API's change to adapt: new targets, or Off. Kept with
 // the runtime settings as the targets' object, or "off".
 type AdaptOverride struct {
 	Off     bool
-	Targets Adapt
+	Targets capacity.Targets
 }
 
 // MarshalJSON writes "off" or the targets.
@@ -158,7 +59,7 @@ var adaptSetting = runtimeSetting{
 		// The snapshot in force (not Settings(now), which would make this table refer
 		// to itself through settingsAt).
 		s := rm.settings.Load()
-		a, known := Adapt{Errors: DefaultAdaptErrors}, true
+		a, known := capacity.Targets{Errors: capacity.DefaultErrors}, true
 		switch {
 		case s.Adapt != nil:
 			a = *s.Adapt
@@ -179,7 +80,7 @@ var adaptSetting = runtimeSetting{
 			if json.Unmarshal(*in.Errors, &text) != nil {
 				return inputErrorf("adapt errors must be a percentage string such as \"2%%\", got %s", clip(*in.Errors))
 			}
-			share, err := ParseShare(text)
+			share, err := capacity.ParseShare(text)
 			if err != nil {
 				return inputErrorf("adapt errors: %v", err)
 			}
@@ -205,7 +106,7 @@ var adaptSetting = runtimeSetting{
 			a = a.WithDefaults(s.Capacity)
 		}
 		// The capacity in force is clamped into new bounds, not refused by them.
-		if err := CheckAdapt(a, 0); err != nil {
+		if err := capacity.Check(a, 0); err != nil {
 			return inputError{err}
 		}
 		o.Adapt = &AdaptOverride{Targets: a}
@@ -267,17 +168,17 @@ type AdaptInfo struct {
 }
 
 // adaptInfo shows s's adapt with the last decision d (nil: none yet); nil when off.
-func adaptInfo(s *Settings, d *Adapted) *AdaptInfo {
+func adaptInfo(s *Settings, d *capacity.Decision) *AdaptInfo {
 	if s.Adapt == nil {
 		return nil
 	}
 	a := s.Adapt
-	info := &AdaptInfo{Latency: a.Latency.String(), Errors: FormatShare(a.Errors), Min: a.Min, Max: a.Max,
-		PeriodSeconds: ControlPeriod.Seconds()}
+	info := &AdaptInfo{Latency: a.Latency.String(), Errors: capacity.FormatShare(a.Errors), Min: a.Min, Max: a.Max,
+		PeriodSeconds: capacity.ControlPeriod.Seconds()}
 	if d != nil {
-		p90 := round(time.Duration(d.P90)).String()
-		share := FormatShare(roundShare(Reading{Requests: d.Requests, Failed: d.Failed}.ErrorShare()))
-		at := periodStart(d.Period + 1).UTC()
+		p90 := capacity.RoundP90(d.MeasuredP90()).String()
+		share := capacity.ShownShare(capacity.Reading{Requests: d.Requests, Failed: d.Failed}.ErrorShare())
+		at := capacity.PeriodStart(d.Period + 1).UTC()
 		info.P90, info.ErrorShare, info.Requests, info.Capacity, info.Reason, info.DecidedAt =
 			&p90, &share, &d.Requests, &d.Capacity, &d.Reason, &at
 	}

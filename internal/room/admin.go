@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
@@ -32,7 +33,7 @@ type Configured struct {
 	// ProofOfWork is the configured difficulty, 0 when off.
 	ProofOfWork int `json:"proof_of_work"`
 	// Adapt is the configured adaptive capacity; null when off.
-	Adapt *Adapt `json:"adapt"`
+	Adapt *capacity.Targets `json:"adapt"`
 }
 
 // EventInfo is a scheduled event, in progress or next.

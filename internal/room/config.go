@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
@@ -32,7 +33,7 @@ type Config struct {
 	Message     string
 	ProofOfWork int
 	// Adapt turns the adaptive capacity on (nil: off), Capacity being where it starts.
-	Adapt *Adapt
+	Adapt *capacity.Targets
 
 	// PerIP caps what one client address may do on this instance; zero: no caps.
 	PerIP PerIP

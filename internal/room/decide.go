@@ -65,6 +65,23 @@ const (
 	KeyTooLong
 	// Moved: the cookie's place moved to another device (handoff.go).
 	Moved
+	// CleanRedirect: the browser, which now has its cookie, is sent back to its
+	// address without the proof or hand-off code it came with.
+	CleanRedirect
+	// TellAdmitted: the waiting page's WebSocket of a visitor who is in, told so and
+	// closed rather than handed on.
+	TellAdmitted
+	// WaitingSocket: the waiting page's WebSocket of a waiter, held by the room.
+	WaitingSocket
+	// HandoffCode: the hand-off code minted for the visitor's place (Handoff, until
+	// HandoffExpires), a waiter's or a visitor's who is in (Place).
+	HandoffCode
+	// HandoffBusy: a code was asked for while this instance had given out all it may
+	// for now (timing.go): none is given, and the request is to come back.
+	HandoffBusy
+	// CrossSiteRefused: another site's page opened the waiting socket or asked for a
+	// hand-off code; refused, nothing taken (CrossSiteHandoff says which).
+	CrossSiteRefused
 )
 
 // Decision is what a request gets, with what the module must apply.
@@ -83,12 +100,9 @@ type Decision struct {
 	sealed        [token.Text]byte // the cookie's value: sealed[:sealedLen]
 	sealedLen     int
 
-	// Clean says to send the browser back to its address without the proof it came
-	// with, now that it has its cookie.
-	Clean bool
-	// TellSocket says an admitted request is the waiting page's WebSocket, to be told
-	// so and closed rather than handed on.
-	TellSocket bool
+	// clean says the browser is to be sent back to its address (CleanRedirect) once
+	// the visitor has its place.
+	clean bool
 	// Status is the store's word on a queued waiter.
 	Status queue.Status
 	// Reason says why a visitor let in before is queued anew, and PassInvalid that
@@ -98,10 +112,12 @@ type Decision struct {
 	// Challenge, of Difficulty bits, is what a challenged visitor must solve.
 	Challenge  string
 	Difficulty int
-	// RetryAfter is when a request over a per-address cap may come back; CrossSite
-	// says a rejected request was another site's WebSocket.
+	// RetryAfter is when a request over a per-address cap may come back.
 	RetryAfter time.Duration
-	CrossSite  bool
+	// CrossSiteHandoff says a CrossSiteRefused request asked for a hand-off code (not
+	// the waiting socket); crossSite is set where the refusal is decided.
+	CrossSiteHandoff bool
+	crossSite        bool
 	// Keyed says the request came with a key (key.go); keyID is its visitor's id.
 	// keyedPlace is an id known to be a key's, which a cookie set for it says
 	// (token.Token.Keyed): the key's, or, for a request without one, its cookie's or
@@ -121,7 +137,12 @@ type Decision struct {
 	HandoffExpires time.Time
 	HandoffInvalid bool
 	HandoffRefused bool
-	HandoffBusy    bool
+	handoffBusy    bool
+
+	// Place is the state of the visitor's place the answer is about: Admitted or
+	// Queued for the answers that follow from one (Admitted, Queued, CleanRedirect,
+	// TellAdmitted, WaitingSocket, HandoffCode, HandoffBusy), else Unknown.
+	Place queue.State
 }
 
 // setCookie seals tok into the decision's cookie.
@@ -147,10 +168,37 @@ func (rm *Room) Decide(ctx context.Context, v *Visit, d *Decision) {
 	rm.decide(ctx, v, d)
 	rm.mintHandoff(v, d)
 	rm.cleanHandoff(v, d)
-	// The waiting page's socket is the room's, never the shop's, however its visitor
-	// came to be let in: its place may have been lost (a reset, a flushed store), it
-	// may be a stale tab, or the first the room hears of the visitor.
-	d.TellSocket = d.Outcome == Admitted && v.Socket
+	d.answer(v)
+}
+
+// answer gives a decided place its answer: the one outcome the module carries out.
+// What the request came for goes first: the clean address a browser is sent back to
+// once it has its cookie, then the waiting socket, then a hand-off code asked for.
+func (d *Decision) answer(v *Visit) {
+	switch d.Outcome {
+	case Admitted:
+		d.Place = queue.Admitted
+	case Queued:
+		d.Place = queue.Queued
+	}
+	switch {
+	case d.Outcome == Rejected && d.crossSite:
+		d.Outcome, d.CrossSiteHandoff = CrossSiteRefused, v.HandoffNew
+	case d.Outcome != Admitted && d.Outcome != Queued:
+	case d.clean:
+		d.Outcome = CleanRedirect
+	case v.Socket && d.Outcome == Admitted:
+		// The waiting page's socket is the room's, never the shop's, however its
+		// visitor came to be let in: its place may have been lost (a reset, a flushed
+		// store), it may be a stale tab, or the first the room hears of the visitor.
+		d.Outcome = TellAdmitted
+	case v.Socket:
+		d.Outcome = WaitingSocket
+	case d.Handoff != "":
+		d.Outcome = HandoffCode
+	case d.handoffBusy:
+		d.Outcome = HandoffBusy
+	}
 }
 
 func (rm *Room) decide(ctx context.Context, v *Visit, d *Decision) {
@@ -342,7 +390,7 @@ func (rm *Room) decideNew(ctx context.Context, v *Visit, d *Decision, keys *toke
 	case st.State == queue.Admitted:
 		rm.cfg.Metrics.Admitted(1)
 		rm.admit(d, keys, token.Token{ID: id, Since: now, Pass: invited || check == passValid}, now)
-		d.Waited, d.Clean = 0, clean
+		d.Waited, d.clean = 0, clean
 	default:
 		rm.cfg.Metrics.Queued()
 		if c := rm.cfg.Logger.Check(zap.DebugLevel, "visitor queued"); c != nil {
@@ -350,7 +398,7 @@ func (rm *Room) decideNew(ctx context.Context, v *Visit, d *Decision, keys *toke
 		}
 		rm.holdPlace(d, keys, id, now, now, invited || check == passValid)
 		rm.queued(v, d, id, st, reason, check)
-		d.Clean = clean
+		d.clean = clean
 	}
 }
 
@@ -399,13 +447,13 @@ func (rm *Room) holdPlace(d *Decision, keys *token.Keyring, id queue.VisitorID, 
 // answers that carry it, after the decision.
 func (rm *Room) Tell(d *Decision, now time.Time) page.View {
 	var v page.View
-	switch d.Outcome {
-	case Queued:
+	switch {
+	case d.Place == queue.Queued:
 		v = rm.statusView(d.Status, d.Settings, now)
 		v.Reason = d.Reason
-	case Rejected:
+	case d.Outcome == Rejected:
 		v = rm.rejectedView(d.Settings)
-	case Moved:
+	case d.Outcome == Moved:
 		v = rm.movedView(d.Settings)
 	default:
 		return rm.unavailableView(d.Settings)
@@ -446,6 +494,6 @@ func refusedSocket(v *Visit, d *Decision) bool {
 	if !v.Socket || !v.CrossSite {
 		return false
 	}
-	d.Outcome, d.CrossSite = Rejected, true
+	d.Outcome, d.crossSite = Rejected, true
 	return true
 }

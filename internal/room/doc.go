@@ -19,10 +19,10 @@
 //   - admin.go, passes.go, preview.go, history.go: the admin API's operations, with
 //     typed results; errors.go the errors the admin API tells apart (a caller's
 //     mistake, a visitor it does not hold, the store).
-//   - adapt.go: the adaptive capacity's targets, their checks and their PATCH;
-//     control.go the law that sets the capacity from a control period's reading;
-//     meter.go what this instance measures of the shop; steering.go how the fleet
-//     reports each period and one instance decides on it.
+//   - adapt.go: the adaptive capacity as a runtime setting (its PATCH, its apply,
+//     how the admin API shows it); steering.go how the fleet reports each period
+//     and one instance decides on it; meter.go what the room hands its meter. The
+//     targets, the meter and the law are internal/capacity's.
 //   - config.go: what a room is started with; timing.go how often things happen;
 //     message.go the message to the line; perip.go the per-address counters;
 //     inspect.go what the module and tests read of a running room.

@@ -60,7 +60,7 @@ func refusedHandoff(v *Visit, d *Decision) bool {
 	if !v.HandoffNew || !v.CrossSite {
 		return false
 	}
-	d.Outcome, d.CrossSite = Rejected, true
+	d.Outcome, d.crossSite = Rejected, true
 	return true
 }
 
@@ -132,7 +132,7 @@ func (rm *Room) takeHandoff(ctx context.Context, v *Visit, d *Decision, keys *to
 		rm.holdPlace(d, keys, to, h.Since, now, h.Pass)
 		rm.queued(v, d, to, st, "", passNone)
 	}
-	d.Clean = v.Page
+	d.clean = v.Page
 	return true
 }
 
@@ -193,7 +193,7 @@ func (rm *Room) moved(d *Decision, id queue.VisitorID) {
 // mintHandoff gives the visitor d was decided for, queued or admitted, a code for its
 // place, when the request asked for one (Visit.HandoffNew). The place is the one the
 // request's cookie names, or the cookie the decision sets. Past what this instance
-// may give out for now (timing.go), it gives none and says so (HandoffBusy).
+// may give out for now (timing.go), it gives none and says so (the HandoffBusy outcome).
 func (rm *Room) mintHandoff(v *Visit, d *Decision) {
 	if !v.HandoffNew || v.Socket || (d.Outcome != Admitted && d.Outcome != Queued) {
 		return
@@ -211,7 +211,7 @@ func (rm *Room) mintHandoff(v *Visit, d *Decision) {
 		return
 	}
 	if !rm.handoffs.AllowN(v.Now, 1) { // timing.go
-		d.HandoffBusy = true
+		d.handoffBusy = true
 		return
 	}
 	h := token.NewHandoff(tok.ID, tok.Since, v.Now, tok.Pass, tok.Keyed || v.Key != "")
@@ -225,7 +225,7 @@ func (rm *Room) mintHandoff(v *Visit, d *Decision) {
 // out of the address bar.
 func (rm *Room) cleanHandoff(v *Visit, d *Decision) {
 	if (d.HandoffInvalid || d.HandoffRefused) && v.Page && d.Outcome == Admitted {
-		d.Clean = true
+		d.clean = true
 	}
 }
 

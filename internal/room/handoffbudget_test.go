@@ -3,6 +3,8 @@ package room
 import (
 	"testing"
 	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 // A client that asks for hand-off codes as fast as it can (each is a QR code drawn,
@@ -21,19 +23,19 @@ func TestHandoffMintingIsBounded(t *testing.T) {
 		}
 		d := k.decide(v)
 		switch {
-		case d.Handoff != "" && !d.HandoffBusy:
+		case d.Handoff != "" && d.Outcome == HandoffCode:
 			minted++
-		case d.Handoff == "" && d.HandoffBusy && d.Outcome == Queued:
+		case d.Handoff == "" && d.Outcome == HandoffBusy && d.Place == queue.Queued:
 			busy++
 		default:
-			t.Fatalf("request %d: %v, code %q, busy %v", i, d.Outcome, d.Handoff, d.HandoffBusy)
+			t.Fatalf("request %d: %v, code %q", i, d.Outcome, d.Handoff)
 		}
 	}
 	if minted != handoffBurst || busy != 2*handoffBurst {
 		t.Fatalf("%d codes and %d refusals at one instant, want %d and %d", minted, busy, handoffBurst, 2*handoffBurst)
 	}
-	if d := k.decide(Visit{Cookie: string(w.Cookie())}); d.Outcome != Queued || d.Status.Position != 1 || d.HandoffBusy {
-		t.Fatalf("the waiter's poll: %v at %d (busy %v), want queued at 1", d.Outcome, d.Status.Position, d.HandoffBusy)
+	if d := k.decide(Visit{Cookie: string(w.Cookie())}); d.Outcome != Queued || d.Status.Position != 1 {
+		t.Fatalf("the waiter's poll: %v at %d, want queued at 1", d.Outcome, d.Status.Position)
 	}
 	k.clk.set(k.clk.Now().Add(time.Second))
 	minted = 0

@@ -62,8 +62,8 @@ func TestKeyedHandoffCookieDoesNotOwnTheNextPlace(t *testing.T) {
 		if d.Visitor == laptop.Visitor {
 			t.Fatalf("the kiosk's old cookie (socket %v) is %v on alice's new place: its socket's leave would remove her", socket, d.Outcome)
 		}
-		if d.Outcome != Queued {
-			t.Fatalf("the kiosk's old cookie (socket %v): %v, want queued as a new visitor", socket, d.Outcome)
+		if want := map[bool]Outcome{false: Queued, true: WaitingSocket}[socket]; d.Outcome != want || d.Place != queue.Queued {
+			t.Fatalf("the kiosk's old cookie (socket %v): %v, want queued as a new visitor (%v)", socket, d.Outcome, want)
 		}
 		if tok, ok := k.keys.Load().Open(string(d.Cookie()), k.clk.Now()); !ok || tok.Keyed || tok.ID != d.Visitor {
 			t.Fatalf("the kiosk's new cookie (socket %v): %+v (opened %v), want an unkeyed one for %v", socket, tok, ok, d.Visitor)
@@ -219,7 +219,7 @@ func TestKeyedHandoffKioskOnASocketAloneLosesItsHold(t *testing.T) {
 	code := k.decide(Visit{Key: "alice", Cookie: string(laptop.Cookie()), HandoffNew: true}).Handoff
 	kiosk := k.decide(Visit{Handoff: code, Page: true})
 	socket := k.decide(Visit{Cookie: string(kiosk.Cookie()), Socket: true})
-	if socket.Outcome != Queued || socket.Visitor != laptop.Visitor {
+	if socket.Outcome != WaitingSocket || socket.Visitor != laptop.Visitor {
 		t.Fatalf("the kiosk's socket: %v as %v, want alice's place", socket.Outcome, socket.Visitor)
 	}
 	for at := 20 * time.Second; at <= away+time.Minute; at += 20 * time.Second {

@@ -41,7 +41,7 @@ func TestKeyedSocketIsNoArrival(t *testing.T) {
 					v.Cookie = botCookie
 				}
 				d := k.decide(v)
-				if d.Outcome == Admitted && !d.TellSocket {
+				if d.Outcome == Admitted {
 					t.Fatalf("the bot's socket was handed to the shop")
 				}
 				if c := d.Cookie(); keepsCookie && c != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 )
 
 // Overrides are the runtime changes made through the admin API. They are kept in the
@@ -30,7 +32,7 @@ type Overrides struct {
 
 	// Adapted is not a setting but the adaptive capacity's last decision
 	// (steering.go), kept here so that every instance applies and shows the same.
-	Adapted *Adapted `json:"adapted,omitempty"`
+	Adapted *capacity.Decision `json:"adapted,omitempty"`
 }
 
 // settings are the overrides without the controller's decision: what the admin API

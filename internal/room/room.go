@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
@@ -45,10 +46,10 @@ type Room struct {
 	wg       sync.WaitGroup // the goroutines Start started
 	stopOnce sync.Once
 
-	// meter is what this instance measured of the shop (meter.go), and steering its
+	// meter is what this instance measured of the shop (capacity.Meter), and steering its
 	// part in the adaptive capacity (steering.go), under steerMu: tick runs on the
 	// loop and on admin calls.
-	meter    meter
+	meter    capacity.Meter
 	steerMu  sync.Mutex
 	steering steering
 

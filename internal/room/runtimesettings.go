@@ -157,7 +157,7 @@ func CheckTiming(name string, d time.Duration) error {
 
 // CheckTimings refuses timings that contradict each other.
 func CheckTimings(queueTTL, awayTTL time.Duration) error {
-	if awayTTL > 0 && awayTTL < queueTTL {
+	if awayTTL < 0 || awayTTL > 0 && awayTTL < queueTTL {
 		return fmt.Errorf("away_ttl (%v) must be 0 or at least queue_ttl (%v): a quiet waiter is kept at least as long as a present one",
 			awayTTL, queueTTL)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 )
 
 // Every field of the overrides is a runtime setting defined once, and every
@@ -66,7 +68,7 @@ func TestEachSettingPatchesAndRestoresItsOwnField(t *testing.T) {
 		"arrive_ttl":    {`{"arrive_ttl":"20s"}`, 20 * time.Second},
 		"proof_of_work": {`{"proof_of_work":12}`, 12},
 		// null turns adapt off, which it is in the configuration here.
-		"adapt": {`{"adapt":{"latency":"800ms"}}`, &Adapt{Latency: 800 * time.Millisecond, Errors: DefaultAdaptErrors, Min: 1, Max: 20}},
+		"adapt": {`{"adapt":{"latency":"800ms"}}`, &capacity.Targets{Latency: 800 * time.Millisecond, Errors: capacity.DefaultErrors, Min: 1, Max: 20}},
 	}
 	if len(patches) != len(runtimeSettings) || len(settingValue) != len(runtimeSettings) {
 		t.Fatalf("%d patches and %d readers for %d settings: a setting is missing here", len(patches), len(settingValue), len(runtimeSettings))

@@ -3,6 +3,7 @@ package room
 import (
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
@@ -27,7 +28,7 @@ type Settings struct {
 	ProofOfWork                   int
 	// Adapt are the adaptive capacity's targets; nil while it is off. While it is on,
 	// Capacity is the one it chose.
-	Adapt *Adapt
+	Adapt *capacity.Targets
 
 	// Overrides are what the admin API changed, which these settings include.
 	Overrides Overrides
@@ -154,7 +155,7 @@ func (s *Settings) limits() queue.Limits {
 }
 
 // maxCapacity is the passthrough mode's capacity: everyone is admitted and counted.
-const maxCapacity = 1<<31 - 1
+const maxCapacity = capacity.MaxCapacity
 
 // refreshSeconds is how often a page without WebSocket polls (and the no-JS page
 // reloads): often enough to keep the place alive well within queue_ttl.

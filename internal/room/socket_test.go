@@ -3,6 +3,8 @@ package room
 import (
 	"context"
 	"testing"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
 // The waiting page's WebSocket is the room's, never the shop's: however its visitor
@@ -47,8 +49,8 @@ func TestEveryAdmittedSocketIsTold(t *testing.T) {
 				rm, clk := newTestRoom(t, 1, nil)
 				cookie := tc.cookie(t, rm, clk)
 				d := decide(rm, Visit{Now: clk.Now(), Cookie: cookie, Socket: socket})
-				if d.Outcome != Admitted || d.TellSocket != socket {
-					t.Errorf("socket %v: outcome %v, told on its socket %v; want admitted, told %v", socket, d.Outcome, d.TellSocket, socket)
+				if want := map[bool]Outcome{true: TellAdmitted, false: Admitted}[socket]; d.Outcome != want || d.Place != queue.Admitted {
+					t.Errorf("socket %v: outcome %v (place %v), want %v", socket, d.Outcome, d.Place, want)
 				}
 			}
 		})

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
@@ -16,8 +17,9 @@ import (
 // period each instance reports what it measured in the one before (Store.Report);
 // a moment later (reportGrace, so the others have reported too) the first instance
 // to claim the period (Store.Once) reads everyone's sample, decides by the control
-// law (control.go), and saves the capacity it chose, with why, beside the runtime
-// settings, which every instance reads each tick. An instance that dies simply
+// law (internal/capacity), and saves the capacity it chose, with why, beside the runtime
+// settings, which every instance reads each tick. The law and the measuring are
+// internal/capacity's; this is the fleet's part of it. An instance that dies simply
 // claims no more periods; the next period's claim goes to another.
 
 // reportGrace is how long after a period ends its decision waits for the reports.
@@ -29,36 +31,17 @@ type steering struct {
 	decided  int64 // the last period this instance decided or left to another
 }
 
-// Adapted is the controller's last decision, kept with the runtime settings so every
-// instance shows and applies the same one.
-type Adapted struct {
-	Capacity int `json:"capacity"`
-	// Period is the control period decided on (ControlPeriod long, from the Unix
-	// epoch); Requests, Failed and P90 are what it measured, fleet-wide.
-	Period   int64  `json:"period"`
-	Requests uint64 `json:"requests"`
-	Failed   uint64 `json:"failed"`
-	P90      Period `json:"p90"`
-	Reason   string `json:"reason"`
-}
-
-// periodOf is the control period now falls in.
-func periodOf(now time.Time) int64 { return now.UnixNano() / int64(ControlPeriod) }
-
-// periodStart is when period starts.
-func periodStart(period int64) time.Time { return time.Unix(0, period*int64(ControlPeriod)) }
-
 // steer runs the room's part of the adaptive capacity at one tick under s, with the
 // counters st just read.
 func (rm *Room) steer(ctx context.Context, now time.Time, s *Settings, st *queue.Stats) {
 	rm.steerMu.Lock()
 	defer rm.steerMu.Unlock()
 	sg := &rm.steering
-	period := periodOf(now)
+	period := capacity.PeriodOf(now)
 	if period != sg.reported {
 		// The metrics and the history show every request the shop answered; the
-		// control law reads each visitor's first requests of the period (meter.go).
-		sample, all, total := rm.meter.take()
+		// control law reads each visitor's first requests of the period (capacity.Meter).
+		sample, all, total := rm.meter.Take()
 		rm.cfg.Metrics.Measured(&all, total)
 		rm.cfg.History.measured(now, &all)
 		// A sample taken across more than one period (the loop stalled, the store was
@@ -72,11 +55,11 @@ func (rm *Room) steer(ctx context.Context, now time.Time, s *Settings, st *queue
 		sg.reported = period
 	}
 	last := period - 1
-	if s.Adapt == nil || sg.decided >= last || now.Before(periodStart(period).Add(reportGrace)) {
+	if s.Adapt == nil || sg.decided >= last || now.Before(capacity.PeriodStart(period).Add(reportGrace)) {
 		return
 	}
 	sg.decided = last
-	mine, err := rm.cfg.Store.Once(ctx, "adapt:"+strconv.FormatInt(last, 10), periodStart(period).Add(time.Minute))
+	mine, err := rm.cfg.Store.Once(ctx, "adapt:"+strconv.FormatInt(last, 10), capacity.PeriodStart(period).Add(time.Minute))
 	if err != nil {
 		rm.storeError("claiming a control period", err)
 		return
@@ -89,10 +72,10 @@ func (rm *Room) steer(ctx context.Context, now time.Time, s *Settings, st *queue
 		rm.storeError("reading measurements", err)
 		return
 	}
-	r := ReadingOf(&sample, st)
+	r := capacity.ReadingOf(&sample, st)
 	r.Limited = s.limitedOtherwise()
-	next, reason := Steer(*s.Adapt, s.Capacity, r)
-	d := Adapted{Capacity: next, Period: last, Requests: r.Requests, Failed: r.Failed, P90: Period(r.P90), Reason: reason}
+	next, reason := capacity.Steer(*s.Adapt, s.Capacity, r)
+	d := capacity.NewDecision(last, r, next, reason)
 	if err := rm.saveAdapted(ctx, s.Capacity, d); err != nil {
 		rm.storeError("saving the adapted capacity", err)
 		return
@@ -114,7 +97,7 @@ func (s *Settings) limitedOtherwise() bool {
 // the capacity it was made from (from) is no longer the one in force, or adapt was
 // turned off: an operator's change made meanwhile wins, and the next period decides
 // from it.
-func (rm *Room) saveAdapted(ctx context.Context, from int, d Adapted) error {
+func (rm *Room) saveAdapted(ctx context.Context, from int, d capacity.Decision) error {
 	saved, wrote, err := rm.changeOverrides(ctx, func(was Overrides, doc map[string]json.RawMessage) (bool, error) {
 		s := settingsAt(rm.cfg, was, rm.cfg.Clock.Now())
 		if s.Adapt == nil || s.Capacity != from {

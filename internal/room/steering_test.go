@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
@@ -35,13 +36,13 @@ func (s *downStore) Report(ctx context.Context, period int64, o queue.Sample) er
 
 // fleet is n rooms of capacity on one store and one clock, the adaptive capacity on,
 // their loops not running: the test ticks them.
-func fleet(t *testing.T, n, capacity int, a Adapt) ([]*Room, *testClock, *downStore) {
+func fleet(t *testing.T, n, roomCapacity int, a capacity.Targets) ([]*Room, *testClock, *downStore) {
 	t.Helper()
 	store := &downStore{Store: queue.NewMemoryStore()}
-	clk := &testClock{now: periodStart(periodOf(time.Unix(1_800_000_000, 0)))}
+	clk := &testClock{now: capacity.PeriodStart(capacity.PeriodOf(time.Unix(1_800_000_000, 0)))}
 	rooms := make([]*Room, n)
 	for i := range rooms {
-		cfg, _ := testConfig(capacity, func(c *Config) {
+		cfg, _ := testConfig(roomCapacity, func(c *Config) {
 			c.Store, c.Clock, c.Adapt = store, clk, &a
 		})
 		rooms[i] = New(cfg)
@@ -84,7 +85,7 @@ func runPeriodWith(rooms []*Room, clk *testClock, serve func(*Room)) {
 	for _, rm := range rooms {
 		serve(rm)
 	}
-	next := periodStart(periodOf(clk.Now()) + 1)
+	next := capacity.PeriodStart(capacity.PeriodOf(clk.Now()) + 1)
 	clk.set(next.Add(time.Millisecond))
 	tickAll(rooms) // reports
 	clk.set(next.Add(reportGrace + time.Millisecond))
@@ -94,13 +95,13 @@ func runPeriodWith(rooms []*Room, clk *testClock, serve func(*Room)) {
 // The rooms of a fleet report to one sample per period, one of them decides, and
 // all apply and show the same capacity.
 func TestSteeringAcrossAFleet(t *testing.T) {
-	a := Adapt{Latency: 100 * time.Millisecond, Errors: 0.05, Min: 2, Max: 50}
+	a := capacity.Targets{Latency: 100 * time.Millisecond, Errors: 0.05, Min: 2, Max: 50}
 	rooms, clk, _ := fleet(t, 2, 10, a)
 	ctx := context.Background()
 	fill(t, rooms[0], 30, clk.Now())
 
 	// 15 slow requests on each: too few on either alone, enough for the fleet.
-	runPeriod(rooms, clk, minReading/2+5, 500*time.Millisecond)
+	runPeriod(rooms, clk, capacity.MinReading/2+5, 500*time.Millisecond)
 	for i, rm := range rooms {
 		if got := rm.Settings(clk.Now()).Capacity; got != 5 {
 			t.Errorf("room %d: capacity %d after a slow period, want 5 (half of 10: p90 is 5× the target)", i, got)
@@ -110,8 +111,8 @@ func TestSteeringAcrossAFleet(t *testing.T) {
 			t.Fatal(err)
 		}
 		ad := info.Adapt
-		if ad == nil || ad.Reason == nil || !strings.HasPrefix(*ad.Reason, "lowered: p90 ") || *ad.Requests != 2*(minReading/2+5) {
-			t.Fatalf("room %d: adapt %+v, want lowered on the fleet's %d requests", i, ad, 2*(minReading/2+5))
+		if ad == nil || ad.Reason == nil || !strings.HasPrefix(*ad.Reason, "lowered: p90 ") || *ad.Requests != 2*(capacity.MinReading/2+5) {
+			t.Fatalf("room %d: adapt %+v, want lowered on the fleet's %d requests", i, ad, 2*(capacity.MinReading/2+5))
 		}
 		if info.Capacity != 5 || *ad.Capacity != 5 {
 			t.Errorf("room %d: the room object says capacity %d, adapt %d; want 5 and 5", i, info.Capacity, *ad.Capacity)
@@ -122,7 +123,7 @@ func TestSteeringAcrossAFleet(t *testing.T) {
 	}
 
 	// A fast period with the line waiting at a full room raises it, once.
-	runPeriod(rooms, clk, minReading, time.Millisecond)
+	runPeriod(rooms, clk, capacity.MinReading, time.Millisecond)
 	got := rooms[1].Settings(clk.Now()).Capacity
 	if got <= 5 || got > 7 {
 		t.Fatalf("capacity %d after a fast period at a full room with a line, want 6 or 7 (raised once, not twice)", got)
@@ -140,7 +141,7 @@ func TestSteeringAcrossAFleet(t *testing.T) {
 
 // A store outage holds the capacity, during it and in the period after it.
 func TestSteeringHoldsThroughAnOutage(t *testing.T) {
-	a := Adapt{Latency: 100 * time.Millisecond, Errors: 0.05, Min: 2, Max: 50}
+	a := capacity.Targets{Latency: 100 * time.Millisecond, Errors: 0.05, Min: 2, Max: 50}
 	rooms, clk, store := fleet(t, 1, 10, a)
 	fill(t, rooms[0], 30, clk.Now())
 	store.down.Store(true)
@@ -162,7 +163,7 @@ func TestSteeringHoldsThroughAnOutage(t *testing.T) {
 // The operator's PATCHes: capacity is where the controller continues from; null
 // turns adapt off at the capacity in force; an object turns it on again.
 func TestSteeringAndTheOperator(t *testing.T) {
-	a := Adapt{Latency: 100 * time.Millisecond, Errors: 0.05, Min: 2, Max: 50}
+	a := capacity.Targets{Latency: 100 * time.Millisecond, Errors: 0.05, Min: 2, Max: 50}
 	rooms, clk, _ := fleet(t, 1, 10, a)
 	rm := rooms[0]
 	ctx := context.Background()
@@ -243,9 +244,9 @@ func TestPatchAdaptRefuses(t *testing.T) {
 // One admitted visitor flooding a cheap page cannot outvote the visitors the shop is
 // slow for: the room full and a line waiting, nine visitors' pages take 600ms
 // against a 300ms target, and the flooder's thousands of 1ms requests weigh as
-// perVisitor of them. The capacity comes down; read by requests, it went up.
+// capacity.PerVisitor of them. The capacity comes down; read by requests, it went up.
 func TestSteeringWeighsVisitorsNotRequests(t *testing.T) {
-	a := Adapt{Latency: 300 * time.Millisecond, Errors: 0.05, Min: 1, Max: 40}
+	a := capacity.Targets{Latency: 300 * time.Millisecond, Errors: 0.05, Min: 1, Max: 40}
 	rooms, clk, _ := fleet(t, 1, 10, a)
 	rm := rooms[0]
 	fill(t, rm, 12, clk.Now())
@@ -272,8 +273,8 @@ func TestSteeringWeighsVisitorsNotRequests(t *testing.T) {
 	if ad == nil || ad.Reason == nil {
 		t.Fatalf("no decision: %+v", ad)
 	}
-	if !strings.HasPrefix(*ad.Reason, "lowered: p90 ") || info.Capacity >= 10 || *ad.Requests != uint64(len(honest)*3+perVisitor) {
+	if !strings.HasPrefix(*ad.Reason, "lowered: p90 ") || info.Capacity >= 10 || *ad.Requests != uint64(len(honest)*3+capacity.PerVisitor) {
 		t.Fatalf("capacity %d, %q on %d requests: want lowered for the shop's slow pages, on %d requests (the flooder's %d of 5000)",
-			info.Capacity, *ad.Reason, *ad.Requests, len(honest)*3+perVisitor, perVisitor)
+			info.Capacity, *ad.Reason, *ad.Requests, len(honest)*3+capacity.PerVisitor, capacity.PerVisitor)
 	}
 }

@@ -72,8 +72,8 @@ func (v *visitor) act(s *sale) {
 	}
 	d, i := s.visit(v.name, room.Visit{Cookie: v.dev.cookie, Page: v.state != waiting, Addr: v.name})
 	v.dev.keep(&d)
-	switch d.Outcome {
-	case room.Queued:
+	switch d.Place {
+	case queue.Queued:
 		if v.state != waiting || d.Visitor != v.id || d.Status.Ticket != v.ticket {
 			v.id, v.ticket = d.Visitor, d.Status.Ticket
 			s.watch.joined(s, v)
@@ -85,7 +85,7 @@ func (v *visitor) act(s *sale) {
 			s.trace.add(now, "%s's phone sleeps for %v", v.name, nap)
 			v.next = now.Add(nap)
 		}
-	case room.Admitted:
+	case queue.Admitted:
 		if v.state != inside {
 			v.state, v.id = inside, d.Visitor
 			v.shopEnd = now.Add(time.Duration(3+s.rng.IntN(12)) * time.Second)
@@ -111,7 +111,7 @@ func (v *visitor) fetchAssets(s *sale) {
 	for range pageAssets {
 		d, _ := s.visit(v.name, room.Visit{Cookie: v.dev.cookie, Addr: v.name})
 		v.dev.keep(&d)
-		if d.Outcome != room.Admitted {
+		if d.Place != queue.Admitted {
 			return
 		}
 	}
@@ -155,7 +155,7 @@ func (b *bot) act(s *sale) {
 	if !b.joined {
 		d, _ := s.visit(b.name, room.Visit{Page: true, Addr: b.name, Key: b.key})
 		b.dev.cookie, b.id = string(d.Cookie()), d.Visitor
-		b.joined, b.atJoin = d.Outcome == room.Queued || d.Outcome == room.Admitted, d.Outcome == room.Admitted
+		b.joined, b.atJoin = d.Place == queue.Queued || d.Place == queue.Admitted, d.Place == queue.Admitted
 		return
 	}
 	d, _ := s.visit(b.name, room.Visit{Socket: true, Cookie: b.dev.cookie, Addr: b.name, Key: b.key})
@@ -165,14 +165,14 @@ func (b *bot) act(s *sale) {
 	if d.Visitor != (queue.VisitorID{}) && d.Visitor != b.id {
 		// A socket whose cookie names no place joins as a new visitor, admitted at
 		// once when a slot is free and nobody waits.
-		b.id, b.atJoin, b.admitted = d.Visitor, d.Outcome == room.Admitted, false
+		b.id, b.atJoin, b.admitted = d.Visitor, d.Place == queue.Admitted, false
 	}
 	// An account's socket joins under the account's one id, so only the answer says
 	// it joined: a place in line, or let in at once (Waited 0: it waited nowhere).
 	switch {
-	case d.Outcome == room.Queued:
+	case d.Place == queue.Queued:
 		b.atJoin = false
-	case d.Outcome == room.Admitted && d.Waited == 0:
+	case d.Place == queue.Admitted && d.Waited == 0:
 		b.atJoin = true
 	}
 }
@@ -202,7 +202,7 @@ func (a *account) act(s *sale) {
 	dv := &a.devices[n]
 	d, _ := s.visit(fmt.Sprintf("%s/dev%d", a.name, n), room.Visit{Key: a.key, Cookie: dv.cookie, Page: true, Addr: a.name})
 	dv.keep(&d)
-	if d.Outcome == room.Admitted && !a.done && !now.Before(a.checkout) {
+	if d.Place == queue.Admitted && !a.done && !now.Before(a.checkout) {
 		a.done = true
 		s.revoke(a.name, d.Visitor)
 	}
@@ -237,7 +237,7 @@ func (h *handoff) act(s *sale) {
 		h.moved = true
 		h.second.state, h.second.next, h.second.id = waiting, now.Add(time.Second), d.Visitor
 		h.second.shopEnd, h.second.checks = now.Add(time.Duration(3+s.rng.IntN(10))*time.Second), true
-		if d.Outcome == room.Admitted {
+		if d.Place == queue.Admitted {
 			h.second.state = inside
 		}
 	case h.moved:

@@ -70,7 +70,7 @@ func (s *sale) visitOn(i int, who string, v room.Visit) room.Decision {
 	s.fleet[i].room.Decide(s.ctx, &v, &d)
 	s.trace.add(s.clock.Now(), "i%d %s %s → %s", i, who, describe(&v), outcome(&d))
 	s.watch.request(s, i, &v, &d)
-	if s.shop != nil && d.Outcome == room.Admitted && !d.TellSocket {
+	if s.shop != nil && d.Place == queue.Admitted && d.Outcome != room.TellAdmitted {
 		s.shop.serve(s, i, who, d.Visitor)
 	}
 	return d
@@ -116,13 +116,12 @@ func describe(v *room.Visit) string {
 }
 
 func outcome(d *room.Decision) string {
-	names := [...]string{"through", "admitted", "queued", "challenged", "rejected", "degraded", "too many", "key too long", "moved"}
+	names := [...]string{"through", "admitted", "queued", "challenged", "rejected", "degraded", "too many", "key too long", "moved",
+		"clean redirect", "socket told", "waiting socket", "hand-off code", "hand-off busy", "cross-site refused"}
 	out := names[d.Outcome]
 	switch {
-	case d.Outcome == room.Queued:
+	case d.Place == queue.Queued:
 		out += fmt.Sprintf(" #%d pos %d", d.Status.Ticket, d.Status.Position)
-	case d.TellSocket:
-		out += " (socket told)"
 	}
 	if d.Visitor != (queue.VisitorID{}) {
 		out += " " + d.Visitor.String()[:8]

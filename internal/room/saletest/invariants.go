@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 )
@@ -84,10 +85,10 @@ func newWatch(capacity int) *watch {
 // request checks one request's decision.
 func (w *watch) request(s *sale, i int, v *room.Visit, d *room.Decision) {
 	now := s.clock.Now()
-	if v.Socket && d.Outcome == room.Admitted && !d.TellSocket {
+	if v.Socket && d.Outcome == room.Admitted {
 		s.fail(socketNeverShops, "i%d handed a waiting socket of %s to the shop", i, d.Visitor)
 	}
-	if d.Outcome == room.Admitted && !d.TellSocket {
+	if d.Place == queue.Admitted && d.Outcome != room.TellAdmitted {
 		st, err := s.fleet[i].store.Status(s.ctx, d.Visitor, now)
 		if err != nil {
 			s.t.Fatalf("status: %v", err)
@@ -110,7 +111,7 @@ func (w *watch) request(s *sale, i int, v *room.Visit, d *room.Decision) {
 				i, d.Visitor, now.Sub(last), now.Sub(w.began[d.Visitor]), st.State, cmp.Or(w.endedBy[d.Visitor], "the store ended it itself: session_max or session_ttl"))
 		}
 	}
-	if d.Outcome == room.Admitted {
+	if d.Place == queue.Admitted {
 		w.event(s, fmt.Sprintf("i%d request", i)) // only an admission can fill a slot
 	}
 }
@@ -322,7 +323,7 @@ func (w *watch) adapted(s *sale, i int, from int) {
 	}
 	// The law on the shop's own answers as it is to read them, in the room most
 	// ready to move: full, a line waiting, nothing else limiting.
-	r := room.Reading{Requests: read.Count(), Failed: read.Failed, P90: read.Percentile(0.9), Active: from, Waiting: 1}
+	r := capacity.Reading{Requests: read.Count(), Failed: read.Failed, P90: read.Percentile(0.9), Active: from, Waiting: 1}
 	within := r.Requests > 0 && r.P90 <= set.Adapt.Latency && (r.Failed < 2 || r.ErrorShare() <= set.Adapt.Errors)
 	over := r.Requests > 0 && !within
 	// The reason says whether the law moved the capacity: from is this instance's

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 )
 
@@ -52,7 +53,7 @@ func draw(rng *rand.Rand) scenario {
 	sc.accounts = rng.IntN(4)
 	sc.handoffs = rng.IntN(3)
 	if rng.IntN(3) == 0 {
-		a := room.Adapt{Latency: 300 * time.Millisecond, Errors: room.DefaultAdaptErrors}.WithDefaults(c.Capacity)
+		a := capacity.Targets{Latency: 300 * time.Millisecond, Errors: capacity.DefaultErrors}.WithDefaults(c.Capacity)
 		c.Adapt = &a
 		sc.servers = 1 + rng.IntN(3)
 		sc.service = time.Duration(50+rng.IntN(600)) * time.Millisecond
@@ -75,5 +76,5 @@ func (sc scenario) adapt() string {
 	}
 	a := sc.cfg.Adapt
 	return fmt.Sprintf("; adapt latency %v errors %v min %d max %d, a shop of %d serving in %v, %d flooders",
-		a.Latency, room.FormatShare(a.Errors), a.Min, a.Max, sc.servers, sc.service, sc.flooders)
+		a.Latency, capacity.FormatShare(a.Errors), a.Min, a.Max, sc.servers, sc.service, sc.flooders)
 }

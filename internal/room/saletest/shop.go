@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 )
@@ -60,7 +61,7 @@ func (sh *shop) serve(s *sale, i int, who string, id queue.VisitorID) {
 	s.fleet[i].room.Served(id, ttfb, failed)
 	// A request served at a period's first instant is measured into the period
 	// before: the instants' admission steps, which take the meter, come after it.
-	period := s.clock.Now().Add(-1).UnixNano() / int64(room.ControlPeriod)
+	period := s.clock.Now().Add(-1).UnixNano() / int64(capacity.ControlPeriod)
 	if sh.counted[period] == nil {
 		sh.counted[period] = map[readKey]int{}
 	}
@@ -116,7 +117,7 @@ func (f *flooder) act(s *sale) {
 	for range floodPerStep {
 		d, _ := s.visit(f.name, room.Visit{Cookie: f.dev.cookie, Addr: f.name})
 		f.dev.keep(&d)
-		if d.Outcome != room.Admitted {
+		if d.Place != queue.Admitted {
 			f.state = arriving
 			return
 		}

@@ -1,4 +1,4 @@
-package room
+package capacity
 
 import (
 	"testing"
@@ -8,20 +8,20 @@ import (
 )
 
 // What the meter costs an admitted request: one visitor's requests from every core
-// (past its perVisitor, as most of a busy visitor's are), and many visitors' (each
+// (past its PerVisitor, as most of a busy visitor's are), and many visitors' (each
 // claiming its slot).
 func BenchmarkMeterAddOneVisitor(b *testing.B) {
-	m := new(meter)
+	m := new(Meter)
 	id := queue.NewVisitorID()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			m.add(id, time.Millisecond, false)
+			m.Add(id, time.Millisecond, false)
 		}
 	})
 }
 
 func BenchmarkMeterAddManyVisitors(b *testing.B) {
-	m := new(meter)
+	m := new(Meter)
 	ids := make([]queue.VisitorID, 1024)
 	for i := range ids {
 		ids[i] = queue.NewVisitorID()
@@ -29,9 +29,9 @@ func BenchmarkMeterAddManyVisitors(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {
-			m.add(ids[i%len(ids)], time.Millisecond, false)
+			m.Add(ids[i%len(ids)], time.Millisecond, false)
 			i++
-			if i%(len(ids)*perVisitor) == 0 {
+			if i%(len(ids)*PerVisitor) == 0 {
 				m.visitors.epoch.Add(1) // a new period: every slot to claim again
 			}
 		}

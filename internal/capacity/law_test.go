@@ -1,4 +1,4 @@
-package room
+package capacity
 
 import (
 	"math/rand/v2"
@@ -45,7 +45,7 @@ func (s *shop) period(capacity int) Reading {
 
 // run steers the shop for periods from capacity and returns the capacity chosen after
 // each period.
-func (s *shop) run(t *testing.T, a Adapt, capacity, periods int) []int {
+func (s *shop) run(t *testing.T, a Targets, capacity, periods int) []int {
 	t.Helper()
 	out := make([]int, periods)
 	for i := range out {
@@ -70,7 +70,7 @@ func settledAt(caps []int, k int) int {
 // above the service time, so the knee, where the p90 meets it, is just above n.
 func TestSteerFindsTheShopsCapacity(t *testing.T) {
 	const n = 100
-	a := Adapt{Latency: 240 * time.Millisecond, Errors: 0.02, Min: 5, Max: 2000}
+	a := Targets{Latency: 240 * time.Millisecond, Errors: 0.02, Min: 5, Max: 2000}
 	near := func(t *testing.T, what string, got, want int) {
 		t.Helper()
 		if got < want*8/10 || got > want*14/10 {
@@ -94,10 +94,10 @@ func TestSteerFindsTheShopsCapacity(t *testing.T) {
 
 // With too few requests to read a period, the capacity holds, whatever they say.
 func TestSteerHoldsOnTooFewRequests(t *testing.T) {
-	a := Adapt{Latency: 100 * time.Millisecond, Errors: 0.02, Min: 1, Max: 100}
+	a := Targets{Latency: 100 * time.Millisecond, Errors: 0.02, Min: 1, Max: 100}
 	for _, r := range []Reading{
-		{Requests: minReading - 1, P90: 10 * time.Second, Active: 50, Waiting: 10},
-		{Requests: minReading - 1, Failed: minReading - 1, P90: time.Millisecond, Active: 50, Waiting: 10},
+		{Requests: MinReading - 1, P90: 10 * time.Second, Active: 50, Waiting: 10},
+		{Requests: MinReading - 1, Failed: MinReading - 1, P90: time.Millisecond, Active: 50, Waiting: 10},
 		{Requests: 0, Active: 50, Waiting: 10},
 	} {
 		if got, why := Steer(a, 50, r); got != 50 || !strings.HasPrefix(why, "held: too few requests") {
@@ -108,7 +108,7 @@ func TestSteerHoldsOnTooFewRequests(t *testing.T) {
 
 // Each case of the law, with the reason the operator reads.
 func TestSteerReasons(t *testing.T) {
-	a := Adapt{Latency: 800 * time.Millisecond, Errors: 0.02, Min: 10, Max: 400}
+	a := Targets{Latency: 800 * time.Millisecond, Errors: 0.02, Min: 10, Max: 400}
 	for _, tc := range []struct {
 		name     string
 		capacity int
@@ -144,6 +144,24 @@ func TestSteerReasons(t *testing.T) {
 		got, why := Steer(a, tc.capacity, tc.r)
 		if !tc.want(got) || !strings.HasPrefix(why, tc.reason) {
 			t.Errorf("%s: Steer = %d, %q; want a capacity that fits and a reason starting %q", tc.name, got, why, tc.reason)
+		}
+	}
+}
+
+// The reasons print their figures as a person writes them, whatever the float's
+// rounding made of them.
+func TestReasonsReadAsWritten(t *testing.T) {
+	a := Targets{Latency: time.Second, Errors: 0.05, Min: 1, Max: 100}
+	_, reason := Steer(a, 50, Reading{Requests: 1000, Failed: 277, P90: 10 * time.Millisecond, Active: 50, Waiting: 10})
+	if want := "lowered: errors 27.7% > 5%"; reason != want {
+		t.Fatalf("reason %q, want %q", reason, want)
+	}
+	for share, want := range map[float64]string{0.005: "0.5%", 0.277: "27.7%", 0.07: "7%", 0.0123: "1.23%", 1: "100%"} {
+		if got := FormatShare(share); got != want {
+			t.Errorf("FormatShare(%v) = %q, want %q", share, got, want)
+		}
+		if back, err := ParseShare(want); err != nil || FormatShare(back) != want {
+			t.Errorf("%q read back as %v, written %q (%v)", want, back, FormatShare(back), err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package room
+package capacity
 
 import (
 	"fmt"
@@ -36,8 +36,8 @@ import (
 const (
 	// ControlPeriod is how often the capacity is set, fleet-wide.
 	ControlPeriod = 2 * time.Second
-	// minReading is the fewest requests a period needs to be read: fewer hold.
-	minReading = 20
+	// MinReading is the fewest requests a period needs to be read: fewer hold.
+	MinReading = 20
 	// minFailures is the fewest failed requests that can exceed the errors target:
 	// one failure is never a trend.
 	minFailures = 2
@@ -83,10 +83,10 @@ func (r Reading) ErrorShare() float64 {
 
 // Steer is the capacity the law sets after a period read as r, from capacity, with
 // the reason the operator is shown.
-func Steer(a Adapt, capacity int, r Reading) (next int, reason string) {
+func Steer(a Targets, capacity int, r Reading) (next int, reason string) {
 	clamp := func(n int) int { return min(max(n, a.Min), a.Max) }
 	capacity = clamp(capacity)
-	if r.Requests < minReading {
+	if r.Requests < MinReading {
 		return capacity, fmt.Sprintf("held: too few requests (%d)", r.Requests)
 	}
 	slow := r.P90 > a.Latency
@@ -107,11 +107,11 @@ func Steer(a Adapt, capacity int, r Reading) (next int, reason string) {
 			cut = min(cut, failureCut)
 		}
 		next = clamp(min(int(math.Floor(float64(from)*cut)), capacity-1))
-		why := fmt.Sprintf("p90 %v > %v", round(r.P90), a.Latency)
+		why := fmt.Sprintf("p90 %v > %v", RoundP90(r.P90), a.Latency)
 		if !slow {
-			why = fmt.Sprintf("errors %s > %s", FormatShare(roundShare(r.ErrorShare())), FormatShare(a.Errors))
+			why = fmt.Sprintf("errors %s > %s", ShownShare(r.ErrorShare()), FormatShare(a.Errors))
 		} else if failing {
-			why += fmt.Sprintf(", errors %s > %s", FormatShare(roundShare(r.ErrorShare())), FormatShare(a.Errors))
+			why += fmt.Sprintf(", errors %s > %s", ShownShare(r.ErrorShare()), FormatShare(a.Errors))
 		}
 		if next == capacity {
 			return capacity, "held at min: " + why
@@ -130,13 +130,15 @@ func Steer(a Adapt, capacity int, r Reading) (next int, reason string) {
 	return next, "raised: line waiting, targets met"
 }
 
-// round shows a p90 to a millisecond (to a microsecond below one).
-func round(d time.Duration) time.Duration {
+// RoundP90 shows a p90 as a person reads it: to a millisecond (to a microsecond
+// below one).
+func RoundP90(d time.Duration) time.Duration {
 	if d < time.Millisecond {
 		return d.Round(time.Microsecond)
 	}
 	return d.Round(time.Millisecond)
 }
 
-// roundShare shows a share to a tenth of a percent.
-func roundShare(f float64) float64 { return math.Round(f*1000) / 1000 }
+// ShownShare is a measured share as the operator is shown it: to a tenth of a
+// percent ("27.7%").
+func ShownShare(f float64) string { return FormatShare(math.Round(f*1000) / 1000) }
