@@ -70,11 +70,15 @@ func (b *testBinary) path(t testing.TB) string {
 	return b.built
 }
 
-// node is one caddy process of a fleet.
+// node is one caddy process of a fleet. Its directory holds its Caddyfile, its data
+// and config dirs and its log, and outlives the process: restart runs the node again
+// on the same ports and the same data, as a host's supervisor would.
 type node struct {
 	name    string
 	base    string // http://127.0.0.1:<port>
 	admin   string // http://localhost:<admin port>
+	dir     string
+	bin     string
 	logPath string
 	cmd     *exec.Cmd
 	exited  chan struct{}
@@ -152,29 +156,11 @@ func (f *fleet) start(bin string, i int, rooms string) *node {
 		name:    fmt.Sprintf("node%d", i),
 		base:    fmt.Sprintf("http://127.0.0.1:%d", httpPort),
 		admin:   fmt.Sprintf("http://localhost:%d", adminPort),
+		dir:     dir,
+		bin:     bin,
 		logPath: filepath.Join(dir, "caddy.log"),
-		exited:  make(chan struct{}),
 	}
-	logFile, err := os.Create(nd.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nd.cmd = exec.Command(bin, "run", "--config", cfg, "--adapter", "caddyfile")
-	nd.cmd.Env = append(os.Environ(),
-		"XDG_DATA_HOME="+filepath.Join(dir, "data"),
-		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
-		"HOME="+dir,
-	)
-	nd.cmd.Stdout, nd.cmd.Stderr = logFile, logFile
-	if err := nd.cmd.Start(); err != nil {
-		logFile.Close()
-		t.Fatalf("starting %s: %v", nd.name, err)
-	}
-	go func() {
-		_ = nd.cmd.Wait()
-		logFile.Close()
-		close(nd.exited)
-	}()
+	nd.run(t)
 	t.Cleanup(func() {
 		if nd.alive() {
 			_ = nd.cmd.Process.Kill()
@@ -186,6 +172,49 @@ func (f *fleet) start(bin string, i int, rooms string) *node {
 	})
 	return nd
 }
+
+// run starts nd's process on its directory, its log appended to the log of the runs
+// before.
+func (nd *node) run(t testing.TB) {
+	t.Helper()
+	logFile, err := os.OpenFile(nd.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(nd.bin, "run", "--config", filepath.Join(nd.dir, "Caddyfile"), "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(),
+		"XDG_DATA_HOME="+filepath.Join(nd.dir, "data"),
+		"XDG_CONFIG_HOME="+filepath.Join(nd.dir, "config"),
+		"HOME="+nd.dir,
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		t.Fatalf("starting %s: %v", nd.name, err)
+	}
+	exited := make(chan struct{})
+	nd.cmd, nd.exited = cmd, exited
+	go func() {
+		_ = cmd.Wait()
+		logFile.Close()
+		close(exited)
+	}()
+}
+
+// restart runs a node that has stopped (stop, kill) again, on the same ports, config
+// and data directory, and waits until it answers.
+func (f *fleet) restart(nd *node) {
+	f.t.Helper()
+	if nd.alive() {
+		f.t.Fatalf("%s is still running: stop or kill it before restarting it", nd.name)
+	}
+	nd.run(f.t)
+	f.waitReady(nd)
+}
+
+// dataDir is Caddy's data directory on nd (caddy.AppDataDir in its process): where
+// its certificates and its rooms' state files are.
+func (nd *node) dataDir() string { return filepath.Join(nd.dir, "data", "caddy") }
 
 func (f *fleet) waitReady(nd *node) {
 	t := f.t
@@ -306,4 +335,17 @@ func (nd *node) stop(t testing.TB) {
 		<-nd.exited
 		t.Fatalf("%s did not stop within %v of SIGTERM:\n%s", nd.name, startDeadline, tail(nd.log(), 4000))
 	}
+}
+
+// kill ends nd as a crash does (SIGKILL: nothing runs after it) and waits until it has
+// exited.
+func (nd *node) kill(t testing.TB) {
+	t.Helper()
+	if !nd.alive() {
+		return
+	}
+	if err := nd.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("SIGKILL to %s: %v", nd.name, err)
+	}
+	<-nd.exited
 }
