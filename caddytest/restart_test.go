@@ -1,0 +1,335 @@
+package caddytest
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/statefile"
+)
+
+// The embedded store across a restart of the real Caddy process, on the same data
+// directory: a sale of capacity 3 with 8 in line (the issue's reproduction) is stopped
+// (SIGTERM), or killed (SIGKILL), and started again; then the visitors come back last
+// first. Everyone admitted is still in, every waiter is at the place it had, a new
+// arrival goes to the end, and the next free slot goes to the head of the line; with
+// a configured secret and with the generated one, which the state file (0600) keeps.
+
+const restartCapacity, restartWaiters = 3, 8
+
+// restartQueueTTL is the room's queue_ttl in the restart tests, its minimum: the
+// downtime of the tests that restart after it (restartDowntime) outlasts it, so a
+// room whose clocks ran on while it was down would find every waiter gone quiet.
+const (
+	restartQueueTTL = 5 * time.Second
+	restartDowntime = restartQueueTTL + time.Second
+)
+
+// restartSale is one real Caddy with a room on the memory store, and its visitors:
+// in, admitted at once, and waiting, in their order of arrival.
+type restartSale struct {
+	t       *testing.T
+	f       *fleet
+	nd      *node
+	room    string
+	in      []*guest
+	waiting []*guest
+}
+
+// startRestartSale starts the node with the room on store (what follows `store`),
+// with a configured secret or without one, and lets restartCapacity visitors in and
+// restartWaiters in line, each heard from once more after joining, as their page's
+// first poll would.
+func startRestartSale(t *testing.T, store string, secret bool) *restartSale {
+	t.Helper()
+	room := uniqueRoom(t)
+	extra := []string{"queue_ttl " + restartQueueTTL.String()}
+	if secret {
+		extra = append(extra, "secret "+saleSecret)
+	}
+	f := startFleet(t, 1, func(int) string { return roomBlock(room, "/shop*", restartCapacity, store, extra...) })
+	s := &restartSale{t: t, f: f, nd: f.nodes[0], room: room}
+	for i := range restartCapacity {
+		g := newGuest()
+		s.let(fmt.Sprintf("in%d", i+1), g)
+		s.in = append(s.in, g)
+	}
+	for i := range restartWaiters {
+		g := newGuest()
+		s.at(fmt.Sprintf("waiter%d", i+1), g, i+1, i+1)
+		s.waiting = append(s.waiting, g)
+	}
+	for i, g := range s.waiting {
+		s.at(fmt.Sprintf("waiter%d", i+1), g, i+1, restartWaiters)
+	}
+	return s
+}
+
+// let asks for a page of the shop as g, who must get through to the upstream.
+func (s *restartSale) let(who string, g *guest) {
+	s.t.Helper()
+	q, in, err := g.place(s.nd.base, "/shop/"+who)
+	switch {
+	case err != nil:
+		s.t.Fatalf("%s: %v", who, err)
+	case !in:
+		s.t.Errorf("%s was not let in: queued at %d of %d (%d active)", who, q.Position, q.Waiting, q.Active)
+	}
+}
+
+// at asks for a page of the shop as g, who must be queued at position of waiting,
+// with the room full and never over.
+func (s *restartSale) at(who string, g *guest, position, waiting int) {
+	s.t.Helper()
+	q, in, err := g.place(s.nd.base, "/shop/"+who)
+	switch {
+	case err != nil:
+		s.t.Fatalf("%s: %v", who, err)
+	case in:
+		s.t.Errorf("%s was let in; had position %d", who, position)
+	case q.Position != position || q.Waiting != waiting || q.Active != restartCapacity:
+		s.t.Errorf("%s at %d of %d (%d active), want %d of %d (%d active)",
+			who, q.Position, q.Waiting, q.Active, position, waiting, restartCapacity)
+	}
+}
+
+// stateFile is the room's state file on the node: the default, in Caddy's data
+// directory.
+func (s *restartSale) stateFile() string {
+	return filepath.Join(s.nd.dataDir(), "waiting_room", url.PathEscape(s.room)+".state")
+}
+
+// comeBack checks the sale after the restart, the visitors coming back last first:
+// every waiter at its place, everyone admitted still in; then a new arrival at the
+// end, and when one admitted visitor checks out, the head of the line in and nobody
+// else.
+func (s *restartSale) comeBack() {
+	t := s.t
+	t.Helper()
+	for i := len(s.waiting) - 1; i >= 0; i-- {
+		s.at(fmt.Sprintf("waiter%d", i+1), s.waiting[i], i+1, restartWaiters)
+	}
+	for i := len(s.in) - 1; i >= 0; i-- {
+		s.let(fmt.Sprintf("in%d", i+1), s.in[i])
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	late := newGuest()
+	s.at("a new arrival", late, restartWaiters+1, restartWaiters+1)
+
+	if _, body, err := s.in[0].get(s.nd.base, "/shop/done", ""); err != nil || body != "done" {
+		t.Fatalf("in1's checkout: %q %v", body, err)
+	}
+	head := s.waiting[0]
+	waitFor(t, "the head of the line to be let in", func() bool {
+		_, in, err := head.place(s.nd.base, "/shop/waiter1")
+		return err == nil && in
+	})
+	for i, g := range s.waiting[1:] {
+		s.at(fmt.Sprintf("waiter%d", i+2), g, i+1, restartWaiters)
+	}
+	s.at("the new arrival", late, restartWaiters, restartWaiters)
+	for i, g := range s.in[1:] {
+		s.let(fmt.Sprintf("in%d", i+2), g)
+	}
+}
+
+// savedSince waits until the room's state file holds every change made before since:
+// until the save before the file's (now its .prev) was itself written after since,
+// so that the file's was taken after since.
+func (s *restartSale) savedSince(since time.Time) {
+	s.t.Helper()
+	file := s.stateFile()
+	waitFor(s.t, "two saves of the state file", func() bool {
+		_, err := os.Stat(file)
+		prev, perr := os.Stat(file + ".prev")
+		return err == nil && perr == nil && prev.ModTime().After(since)
+	})
+}
+
+// checkFile checks the state file that the stop left: mode 0600, in a 0700
+// directory; without a configured secret, it holds the generated one, which is
+// nowhere in the log (a configured secret is not kept in it).
+func (s *restartSale) checkFile(generated bool) {
+	t := s.t
+	t.Helper()
+	file := s.stateFile()
+	for path, want := range map[string]os.FileMode{file: 0o600, filepath.Dir(file): 0o700 | os.ModeDir} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatalf("the room's state file after the stop: %v", err)
+		}
+		if fi.Mode() != want {
+			t.Errorf("%s has mode %v, want %v", path, fi.Mode(), want)
+		}
+	}
+	body, err := statefile.Read(file)
+	if err != nil {
+		t.Fatalf("reading %s: %v", file, err)
+	}
+	st, err := queue.LoadMemoryStore(body, s.room, time.Now())
+	if err != nil {
+		t.Fatalf("loading %s: %v", file, err)
+	}
+	secret, _ := st.Secret(context.Background(), nil)
+	if !generated {
+		if len(secret) > 0 {
+			t.Errorf("the state file holds a secret of %d bytes, with a secret configured", len(secret))
+		}
+		return
+	}
+	if len(secret) < 32 {
+		t.Errorf("the state file holds a secret of %d bytes, without a secret configured", len(secret))
+		return
+	}
+	log := s.nd.log()
+	for _, enc := range []string{string(secret), hex.EncodeToString(secret), base64.StdEncoding.EncodeToString(secret),
+		base64.RawURLEncoding.EncodeToString(secret), base64.RawStdEncoding.EncodeToString(secret)} {
+		if strings.Contains(log, enc) {
+			t.Errorf("the log holds the room's secret")
+		}
+	}
+}
+
+// secretCases runs test with a configured secret and with the generated one.
+func secretCases(t *testing.T, test func(t *testing.T, secret bool)) {
+	for _, c := range []struct {
+		name   string
+		secret bool
+	}{{"configured secret", true}, {"generated secret", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, c.secret)
+		})
+	}
+}
+
+// A graceful stop in the middle of the sale loses nothing. The room saves only at
+// its stop (save_every 1h), so what the restart finds is the stop's save alone; the
+// restart comes after queue_ttl, which is not counted against the quiet waiters.
+func TestRestartGracefulStopKeepsTheSale(t *testing.T) {
+	secretCases(t, func(t *testing.T, secret bool) {
+		s := startRestartSale(t, "memory {\n\t\t\tsave_every 1h\n\t\t}", secret)
+		s.nd.stop(t)
+		s.checkFile(!secret)
+		time.Sleep(restartDowntime)
+		s.f.restart(s.nd)
+		s.comeBack()
+	})
+}
+
+// A crash (SIGKILL) loses nothing saved: killed after the default save period has
+// passed since the last change, the room comes back whole.
+func TestRestartCrashKeepsTheSale(t *testing.T) {
+	secretCases(t, func(t *testing.T, secret bool) {
+		s := startRestartSale(t, "memory", secret)
+		s.savedSince(time.Now())
+		s.nd.kill(t)
+		s.checkFile(!secret)
+		time.Sleep(restartDowntime)
+		s.f.restart(s.nd)
+		s.comeBack()
+	})
+}
+
+// A state file damaged while the instance was down (a byte flipped) never stops
+// Caddy: the instance starts, logs an error that names the file, and restores the
+// save before it (.prev), the one the first restart's stop replaced. Two waiters who
+// joined after that save are unknown to it: they go to the back, in the order they
+// come back, and nobody is let in over capacity.
+func TestRestartFlippedByteFallsBackToTheSaveBefore(t *testing.T) {
+	secretCases(t, func(t *testing.T, secret bool) {
+		s := startRestartSale(t, "memory {\n\t\t\tsave_every 1h\n\t\t}", secret)
+		s.nd.stop(t)
+		s.f.restart(s.nd)
+		var later []*guest
+		for i := range 2 {
+			g := newGuest()
+			s.at(fmt.Sprintf("waiter%d", restartWaiters+i+1), g, restartWaiters+i+1, restartWaiters+i+1)
+			later = append(later, g)
+		}
+		s.nd.stop(t)
+		file := s.stateFile()
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)/2] ^= 0x10
+		if err := os.WriteFile(file, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		logged := len(s.nd.log())
+		s.f.restart(s.nd)
+		s.requireLogged(logged, file, "corrupted")
+
+		// Back last first: the two the save before does not know rejoin at the back.
+		s.at("waiter10", later[1], restartWaiters+1, restartWaiters+1)
+		s.at("waiter9", later[0], restartWaiters+2, restartWaiters+2)
+		s.waiting = append(s.waiting, later[1], later[0])
+		for i := restartWaiters - 1; i >= 0; i-- {
+			s.at(fmt.Sprintf("waiter%d", i+1), s.waiting[i], i+1, restartWaiters+2)
+		}
+		for i := len(s.in) - 1; i >= 0; i-- {
+			s.let(fmt.Sprintf("in%d", i+1), s.in[i])
+		}
+	})
+}
+
+// A state file cut short, with no save before it to fall back to, never stops Caddy:
+// the instance starts, logs an error that names the file, and the room starts empty.
+// The visitors coming back are new visitors of an empty room: the first
+// restartCapacity go in, the rest wait in the order they came back, and nobody is
+// let in over capacity.
+func TestRestartTruncatedFileStartsEmpty(t *testing.T) {
+	secretCases(t, func(t *testing.T, secret bool) {
+		s := startRestartSale(t, "memory {\n\t\t\tsave_every 1h\n\t\t}", secret)
+		s.nd.stop(t)
+		file := s.stateFile()
+		if _, err := os.Stat(file + ".prev"); err == nil {
+			t.Fatalf("%s.prev is there: the room saved before its stop", file)
+		}
+		fi, err := os.Stat(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(file, fi.Size()/2); err != nil {
+			t.Fatal(err)
+		}
+		logged := len(s.nd.log())
+		s.f.restart(s.nd)
+		s.requireLogged(logged, file, "truncated")
+
+		back := append(append([]*guest(nil), s.waiting...), s.in...)
+		for i := len(back) - 1; i >= 0; i-- {
+			who, n := fmt.Sprintf("visitor %d of the sale", i+1), len(back)-i
+			if n <= restartCapacity {
+				s.let(who, back[i])
+			} else {
+				s.at(who, back[i], n-restartCapacity, n-restartCapacity)
+			}
+		}
+	})
+}
+
+// requireLogged fails the test unless the node's log, past its first from bytes,
+// holds an error naming file and saying what.
+func (s *restartSale) requireLogged(from int, file, what string) {
+	s.t.Helper()
+	log := s.nd.log()[from:]
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "error") && strings.Contains(line, file) && strings.Contains(line, what) {
+			s.t.Logf("logged: %s", line)
+			return
+		}
+	}
+	s.t.Fatalf("no error naming %s as %s in the log of the restart:\n%s", file, what, tail(log, 4000))
+}
