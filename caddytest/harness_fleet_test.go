@@ -349,3 +349,24 @@ func (nd *node) kill(t testing.TB) {
 	}
 	<-nd.exited
 }
+
+// stopByAdmin stops nd as `caddy stop` does (POST /stop on its admin endpoint) and
+// waits until it has exited.
+func (nd *node) stopByAdmin(t testing.TB) {
+	t.Helper()
+	resp, err := http.Post(nd.admin+"/stop", "", nil)
+	if err != nil {
+		t.Fatalf("POST /stop to %s: %v", nd.name, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /stop to %s answered %d", nd.name, resp.StatusCode)
+	}
+	select {
+	case <-nd.exited:
+	case <-time.After(startDeadline):
+		_ = nd.cmd.Process.Kill()
+		<-nd.exited
+		t.Fatalf("%s did not exit within %v of POST /stop:\n%s", nd.name, startDeadline, tail(nd.log(), 4000))
+	}
+}

@@ -213,18 +213,31 @@ func secretCases(t *testing.T, test func(t *testing.T, secret bool)) {
 	}
 }
 
-// A graceful stop in the middle of the sale loses nothing. The room saves only at
-// its stop (save_every 1h), so what the restart finds is the stop's save alone; the
-// restart comes after queue_ttl, which is not counted against the quiet waiters.
+// A graceful stop in the middle of the sale loses nothing: SIGTERM (an orchestrator's
+// stop), or `caddy stop` (its admin endpoint's /stop), as in the issue's reproduction
+// with a configured secret. The room saves only at its stop (save_every 1h), so what
+// the restart finds is the stop's save alone; the restart comes after queue_ttl,
+// which is not counted against the quiet waiters.
 func TestRestartGracefulStopKeepsTheSale(t *testing.T) {
-	secretCases(t, func(t *testing.T, secret bool) {
-		s := startRestartSale(t, "memory {\n\t\t\tsave_every 1h\n\t\t}", secret)
-		s.nd.stop(t)
-		s.checkFile(!secret)
-		time.Sleep(restartDowntime)
-		s.f.restart(s.nd)
-		s.comeBack()
-	})
+	for _, c := range []struct {
+		name   string
+		secret bool
+		stop   func(*node, testing.TB)
+	}{
+		{"SIGTERM/configured secret", true, (*node).stop},
+		{"SIGTERM/generated secret", false, (*node).stop},
+		{"caddy stop/configured secret", true, (*node).stopByAdmin},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := startRestartSale(t, "memory {\n\t\t\tsave_every 1h\n\t\t}", c.secret)
+			c.stop(s.nd, t)
+			s.checkFile(!c.secret)
+			time.Sleep(restartDowntime)
+			s.f.restart(s.nd)
+			s.comeBack()
+		})
+	}
 }
 
 // A crash (SIGKILL) loses nothing saved: killed after the default save period has
