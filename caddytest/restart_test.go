@@ -283,6 +283,7 @@ func TestRestartFlippedByteFallsBackToTheSaveBefore(t *testing.T) {
 		logged := len(s.nd.log())
 		s.f.restart(s.nd)
 		s.requireLogged(logged, file, "corrupted")
+		s.keptAside(file, b)
 
 		// Back last first: the two the save before does not know rejoin at the back.
 		s.at("waiter10", later[1], restartWaiters+1, restartWaiters+1)
@@ -294,6 +295,16 @@ func TestRestartFlippedByteFallsBackToTheSaveBefore(t *testing.T) {
 		for i := len(s.in) - 1; i >= 0; i-- {
 			s.let(fmt.Sprintf("in%d", i+1), s.in[i])
 		}
+
+		// The next save keeps the one it restored from as the save before it, not
+		// the damaged file.
+		s.nd.stop(t)
+		for _, f := range []string{file, file + ".prev"} {
+			if _, err := statefile.Read(f); err != nil {
+				t.Errorf("%s after the next stop: %v", f, err)
+			}
+		}
+		s.keptAside(file, b)
 	})
 }
 
@@ -317,9 +328,14 @@ func TestRestartTruncatedFileStartsEmpty(t *testing.T) {
 		if err := os.Truncate(file, fi.Size()/2); err != nil {
 			t.Fatal(err)
 		}
+		cut, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
 		logged := len(s.nd.log())
 		s.f.restart(s.nd)
 		s.requireLogged(logged, file, "truncated")
+		s.keptAside(file, cut)
 
 		back := append(append([]*guest(nil), s.waiting...), s.in...)
 		for i := len(back) - 1; i >= 0; i-- {
@@ -330,7 +346,23 @@ func TestRestartTruncatedFileStartsEmpty(t *testing.T) {
 				s.at(who, back[i], n-restartCapacity, n-restartCapacity)
 			}
 		}
+		s.nd.stop(t)
+		s.keptAside(file, cut)
 	})
+}
+
+// keptAside fails the test unless the damaged state file is kept, as it was, beside
+// the room's (file.bad), for the operator to look into: the saves after the restart
+// must not write over it.
+func (s *restartSale) keptAside(file string, damaged []byte) {
+	s.t.Helper()
+	got, err := os.ReadFile(file + ".bad")
+	switch {
+	case err != nil:
+		s.t.Errorf("the damaged state file is not kept aside: %v", err)
+	case string(got) != string(damaged):
+		s.t.Errorf("%s.bad holds %d bytes, not the %d of the damaged file", file, len(got), len(damaged))
+	}
 }
 
 // requireLogged fails the test unless the node's log, past its first from bytes,

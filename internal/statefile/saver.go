@@ -1,6 +1,8 @@
 package statefile
 
 import (
+	"fmt"
+	"os"
 	"sync"
 	"time"
 )
@@ -10,6 +12,10 @@ import (
 // passed over for the save before it (path.prev), so the room starts from the
 // newest save it can trust, or empty: Open reports which file it restored, "" for
 // none. Nothing it reads can stop the caller.
+//
+// A file it cannot trust is moved aside, to <file>.bad (the error says so), where
+// the saves that follow leave it: for the operator to look into, or to put back for
+// the version that wrote it, and never rotated over the save before it.
 func Open(path string, load func(body []byte) error, report func(file string, err error)) string {
 	for _, file := range []string{path, path + ".prev"} {
 		body, err := Read(file)
@@ -21,6 +27,9 @@ func Open(path string, load func(body []byte) error, report func(file string, er
 		}
 		if err == nil {
 			return file
+		}
+		if mv := os.Rename(file, file+".bad"); mv == nil {
+			err = fmt.Errorf("%w (kept as %s.bad)", err, file)
 		}
 		report(file, err)
 	}
