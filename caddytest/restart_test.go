@@ -3,11 +3,13 @@ package caddytest
 import (
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +24,8 @@ import (
 // first. Everyone admitted is still in, every waiter is at the place it had, a new
 // arrival goes to the end, and the next free slot goes to the head of the line; with
 // a configured secret and with the generated one, which the state file (0600) keeps.
+// A state file damaged while the instance was down never stops it: the room starts
+// from the save before, or empty, and the file is kept aside for the operator.
 
 const restartCapacity, restartWaiters = 3, 8
 
@@ -308,47 +312,75 @@ func TestRestartFlippedByteFallsBackToTheSaveBefore(t *testing.T) {
 	})
 }
 
-// A state file cut short, with no save before it to fall back to, never stops Caddy:
-// the instance starts, logs an error that names the file, and the room starts empty.
-// The visitors coming back are new visitors of an empty room: the first
-// restartCapacity go in, the rest wait in the order they came back, and nobody is
-// let in over capacity.
-func TestRestartTruncatedFileStartsEmpty(t *testing.T) {
-	secretCases(t, func(t *testing.T, secret bool) {
-		s := startRestartSale(t, "memory {\n\t\t\tsave_every 1h\n\t\t}", secret)
-		s.nd.stop(t)
-		file := s.stateFile()
-		if _, err := os.Stat(file + ".prev"); err == nil {
-			t.Fatalf("%s.prev is there: the room saved before its stop", file)
-		}
-		fi, err := os.Stat(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Truncate(file, fi.Size()/2); err != nil {
-			t.Fatal(err)
-		}
-		cut, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		logged := len(s.nd.log())
-		s.f.restart(s.nd)
-		s.requireLogged(logged, file, "truncated")
-		s.keptAside(file, cut)
-
-		back := append(append([]*guest(nil), s.waiting...), s.in...)
-		for i := len(back) - 1; i >= 0; i-- {
-			who, n := fmt.Sprintf("visitor %d of the sale", i+1), len(back)-i
-			if n <= restartCapacity {
-				s.let(who, back[i])
-			} else {
-				s.at(who, back[i], n-restartCapacity, n-restartCapacity)
+// A state file that cannot be trusted, with no save before it to fall back to, never
+// stops Caddy: cut short, written for another room, or by a newer version. The
+// instance starts, logs an error that names the file and what is wrong with it, and
+// the room starts empty. The visitors coming back are new visitors of an empty room:
+// the first restartCapacity go in, the rest wait in the order they came back, and
+// nobody is let in over capacity.
+func TestRestartUntrustedFileStartsEmpty(t *testing.T) {
+	for _, c := range []struct {
+		name, logged string
+		damage       func(t *testing.T, room string, b []byte) []byte
+	}{
+		{"truncated", "truncated", func(_ *testing.T, _ string, b []byte) []byte { return b[:len(b)/2] }},
+		{"another room's", "written for another room", func(t *testing.T, room string, b []byte) []byte {
+			body, err := statefile.Unframe(b)
+			if err != nil {
+				t.Fatal(err)
 			}
+			st, err := queue.LoadMemoryStore(body, room, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return statefile.Frame(st.AppendState(nil, room+"_other", time.Now()))
+		}},
+		{"a newer version's", "written by a newer version", func(_ *testing.T, _ string, b []byte) []byte {
+			b = slices.Clone(b)
+			binary.BigEndian.PutUint16(b[len("cwrstate"):], statefile.Version+1)
+			return b
+		}},
+	} {
+		for _, secret := range []bool{true, false} {
+			name := c.name + "/configured secret"
+			if !secret {
+				name = c.name + "/generated secret"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				s := startRestartSale(t, "memory {\n\t\t\tsave_every 1h\n\t\t}", secret)
+				s.nd.stop(t)
+				file := s.stateFile()
+				if _, err := os.Stat(file + ".prev"); err == nil {
+					t.Fatalf("%s.prev is there: the room saved before its stop", file)
+				}
+				b, err := os.ReadFile(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				damaged := c.damage(t, s.room, b)
+				if err := os.WriteFile(file, damaged, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				logged := len(s.nd.log())
+				s.f.restart(s.nd)
+				s.requireLogged(logged, file, c.logged)
+				s.keptAside(file, damaged)
+
+				back := append(append([]*guest(nil), s.waiting...), s.in...)
+				for i := len(back) - 1; i >= 0; i-- {
+					who, n := fmt.Sprintf("visitor %d of the sale", i+1), len(back)-i
+					if n <= restartCapacity {
+						s.let(who, back[i])
+					} else {
+						s.at(who, back[i], n-restartCapacity, n-restartCapacity)
+					}
+				}
+				s.nd.stop(t)
+				s.keptAside(file, damaged)
+			})
 		}
-		s.nd.stop(t)
-		s.keptAside(file, cut)
-	})
+	}
 }
 
 // keptAside fails the test unless the damaged state file is kept, as it was, beside
