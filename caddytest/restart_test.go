@@ -46,6 +46,7 @@ type restartSale struct {
 	room    string
 	in      []*guest
 	waiting []*guest
+	message string // the message to the line, PATCHed at the start: every answer carries it
 }
 
 // startRestartSale starts the node with the room on store (what follows `store`),
@@ -60,7 +61,8 @@ func startRestartSale(t *testing.T, store string, secret bool) *restartSale {
 		extra = append(extra, "secret "+saleSecret)
 	}
 	f := startFleet(t, 1, func(int) string { return roomBlock(room, "/shop*", restartCapacity, store, extra...) })
-	s := &restartSale{t: t, f: f, nd: f.nodes[0], room: room}
+	s := &restartSale{t: t, f: f, nd: f.nodes[0], room: room, message: "Doors open at nine"}
+	patchFleetRoom(t, s.nd, room, `{"message": "`+s.message+`"}`)
 	for i := range restartCapacity {
 		g := newGuest()
 		s.let(fmt.Sprintf("in%d", i+1), g)
@@ -102,6 +104,8 @@ func (s *restartSale) at(who string, g *guest, position, waiting int) {
 	case q.Position != position || q.Waiting != waiting || q.Active != restartCapacity:
 		s.t.Errorf("%s at %d of %d (%d active), want %d of %d (%d active)",
 			who, q.Position, q.Waiting, q.Active, position, waiting, restartCapacity)
+	case q.Message != s.message:
+		s.t.Errorf("%s is told the message %q, want %q", who, q.Message, s.message)
 	}
 }
 
@@ -112,7 +116,8 @@ func (s *restartSale) stateFile() string {
 }
 
 // comeBack checks the sale after the restart, the visitors coming back last first:
-// every waiter at its place, everyone admitted still in; then a new arrival at the
+// every waiter at its place (told the PATCHed message), everyone admitted still in;
+// then a new arrival at the
 // end, and when one admitted visitor checks out, the head of the line in and nobody
 // else.
 func (s *restartSale) comeBack() {
@@ -317,7 +322,7 @@ func TestRestartFlippedByteFallsBackToTheSaveBefore(t *testing.T) {
 // instance starts, logs an error that names the file and what is wrong with it, and
 // the room starts empty. The visitors coming back are new visitors of an empty room:
 // the first restartCapacity go in, the rest wait in the order they came back, and
-// nobody is let in over capacity.
+// nobody is let in over capacity. The PATCHed message went with the file.
 func TestRestartUntrustedFileStartsEmpty(t *testing.T) {
 	for _, c := range []struct {
 		name, logged string
@@ -366,6 +371,7 @@ func TestRestartUntrustedFileStartsEmpty(t *testing.T) {
 				s.f.restart(s.nd)
 				s.requireLogged(logged, file, c.logged)
 				s.keptAside(file, damaged)
+				s.message = ""
 
 				back := append(append([]*guest(nil), s.waiting...), s.in...)
 				for i := len(back) - 1; i >= 0; i-- {
