@@ -263,6 +263,67 @@ func TestRestartCrashKeepsTheSale(t *testing.T) {
 	})
 }
 
+// A crash in the middle of the sale's joins loses at most the changes since the
+// last save, and only those: killed right after a stream of joins that spans a save
+// or so (a join every 100 ms), the room comes back with every place older than a save
+// exact, and of the stream a first part (the save is a snapshot), never a part from
+// the middle. Of the burst, who lost the place
+// comes back as a new visitor (a new cookie) at the back, never in; who kept it is at
+// its place.
+func TestRestartCrashLosesOnlyTheLastChanges(t *testing.T) {
+	secretCases(t, func(t *testing.T, secret bool) {
+		s := startRestartSale(t, "memory", secret)
+		s.savedSince(time.Now())
+		const burst = 12
+		var late []*guest
+		var ids []string
+		for i := range burst {
+			g := newGuest()
+			s.at(fmt.Sprintf("late waiter %d", i+1), g, restartWaiters+i+1, restartWaiters+i+1)
+			id, err := g.visitorID(s.nd.base, s.room)
+			if err != nil {
+				t.Fatal(err)
+			}
+			late, ids = append(late, g), append(ids, id)
+			time.Sleep(100 * time.Millisecond)
+		}
+		s.nd.kill(t)
+		s.f.restart(s.nd)
+
+		kept, lost := 0, 0
+		for i := burst - 1; i >= 0; i-- {
+			who := fmt.Sprintf("late waiter %d", i+1)
+			q, in, err := late[i].place(s.nd.base, "/shop/"+who)
+			id, _ := late[i].visitorID(s.nd.base, s.room)
+			switch {
+			case err != nil:
+				t.Fatalf("%s: %v", who, err)
+			case in:
+				t.Fatalf("%s was let in after the crash", who)
+			case id == ids[i]:
+				kept++
+				if q.Position != restartWaiters+i+1 {
+					t.Errorf("%s kept its place through the crash, but at %d, want %d", who, q.Position, restartWaiters+i+1)
+				}
+			case kept > 0:
+				t.Errorf("%s lost its place in the crash, and the later waiter %d kept it", who, i+1+kept)
+			default:
+				lost++
+				if q.Position != q.Waiting {
+					t.Errorf("%s lost its place in the crash, and is at %d of %d, not at the back", who, q.Position, q.Waiting)
+				}
+			}
+		}
+		t.Logf("of %d joins in the %v before the crash, %d came back with their place and %d as new visitors", burst, burst*100*time.Millisecond, kept, lost)
+		for i := restartWaiters - 1; i >= 0; i-- {
+			s.at(fmt.Sprintf("waiter%d", i+1), s.waiting[i], i+1, restartWaiters+burst)
+		}
+		for i := len(s.in) - 1; i >= 0; i-- {
+			s.let(fmt.Sprintf("in%d", i+1), s.in[i])
+		}
+	})
+}
+
 // A state file damaged while the instance was down (a byte flipped) never stops
 // Caddy: the instance starts, logs an error that names the file, and restores the
 // save before it (.prev), the one the first restart's stop replaced. Two waiters who
