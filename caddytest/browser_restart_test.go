@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -86,19 +87,22 @@ func (l *socketLog) polled() int {
 	return n
 }
 
-// The waiting page rides through a restart of the real Caddy process (SIGTERM, the
-// memory store kept on disk, a generated secret): while the instance is down, the page
+// The waiting page rides through a restart of the real Caddy process (SIGTERM, or
+// SIGKILL; the memory store kept on disk, a generated secret): while the instance is down, the page
 // goes on showing its number, in the same document, and tries its socket and its poll
 // again; when the instance is back, the page opens a new socket on its own, is told
 // the same number, and is let in in its turn, after the two waiters ahead of it.
 // The page reaches Caddy directly, and through a proxy in front (a load balancer, a
 // container platform's ingress), which answers 502 while Caddy is down.
 func TestBrowserPageRidesThroughRestart(t *testing.T) {
-	t.Run("direct", func(t *testing.T) { ridesThroughRestart(t, false) })
-	t.Run("behind a proxy", func(t *testing.T) { ridesThroughRestart(t, true) })
+	t.Run("direct", func(t *testing.T) { ridesThroughRestart(t, false, false) })
+	t.Run("behind a proxy", func(t *testing.T) { ridesThroughRestart(t, true, false) })
+	t.Run("killed", func(t *testing.T) { ridesThroughRestart(t, false, true) })
 }
 
-func ridesThroughRestart(t *testing.T, behindProxy bool) {
+// ridesThroughRestart runs the test with the page behind a proxy or not, and the
+// instance stopped (SIGTERM) or killed (SIGKILL, once the page's place is saved).
+func ridesThroughRestart(t *testing.T, behindProxy, killed bool) {
 	room := uniqueRoom(t)
 	f := startFleet(t, 1, func(int) string { return roomBlock(room, "/shop*", 1, "memory") })
 	nd := f.nodes[0]
@@ -138,7 +142,12 @@ func ridesThroughRestart(t *testing.T, behindProxy bool) {
 		return opened == 1 && heard, fmt.Sprintf("%d sockets, %d opened, heard %v", created, opened, heard)
 	})
 
-	nd.stop(t)
+	if killed {
+		savedSince(t, stateFileOf(nd, room), time.Now())
+		nd.kill(t)
+	} else {
+		nd.stop(t)
+	}
 	createdAtStop, _, _ := sockets.counts()
 	polledAtStop := sockets.polled()
 	eventually(t, "the page to try its socket and its poll again while the instance is down", func() (bool, string) {

@@ -111,8 +111,10 @@ func (s *restartSale) at(who string, g *guest, position, waiting int) {
 
 // stateFile is the room's state file on the node: the default, in Caddy's data
 // directory.
-func (s *restartSale) stateFile() string {
-	return filepath.Join(s.nd.dataDir(), "waiting_room", url.PathEscape(s.room)+".state")
+func (s *restartSale) stateFile() string { return stateFileOf(s.nd, s.room) }
+
+func stateFileOf(nd *node, room string) string {
+	return filepath.Join(nd.dataDir(), "waiting_room", url.PathEscape(room)+".state")
 }
 
 // comeBack checks the sale after the restart, the visitors coming back last first:
@@ -152,13 +154,19 @@ func (s *restartSale) comeBack() {
 	}
 }
 
-// savedSince waits until the room's state file holds every change made before since:
-// until the save before the file's (now its .prev) was itself written after since,
-// so that the file's was taken after since.
+// savedSince waits until the room's state file holds every change made before since
+// (savedSince).
 func (s *restartSale) savedSince(since time.Time) {
 	s.t.Helper()
-	file := s.stateFile()
-	waitFor(s.t, "two saves of the state file", func() bool {
+	savedSince(s.t, s.stateFile(), since)
+}
+
+// savedSince waits until the state file holds every change made before since: until
+// the save before the file's (now its .prev) was itself written after since, so that
+// the file's was taken after since.
+func savedSince(t testing.TB, file string, since time.Time) {
+	t.Helper()
+	waitFor(t, "two saves of the state file", func() bool {
 		_, err := os.Stat(file)
 		prev, perr := os.Stat(file + ".prev")
 		return err == nil && perr == nil && prev.ModTime().After(since)
