@@ -1,6 +1,7 @@
 package caddytest
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/http"
@@ -79,6 +80,7 @@ type node struct {
 	admin   string // http://localhost:<admin port>
 	dir     string
 	bin     string
+	data    string // XDG_DATA_HOME: dir/data, unless it shares another node's
 	logPath string
 	cmd     *exec.Cmd
 	exited  chan struct{}
@@ -138,7 +140,11 @@ func startFleet(t testing.TB, n int, rooms func(i int) string) *fleet {
 	return f
 }
 
-func (f *fleet) start(bin string, i int, rooms string) *node {
+func (f *fleet) start(bin string, i int, rooms string) *node { return f.startOn(bin, i, rooms, "") }
+
+// startOn starts node i on the data directory data (XDG_DATA_HOME), or on its own
+// when data is "".
+func (f *fleet) startOn(bin string, i int, rooms, data string) *node {
 	t := f.t
 	t.Helper()
 	dir := t.TempDir()
@@ -158,6 +164,7 @@ func (f *fleet) start(bin string, i int, rooms string) *node {
 		admin:   fmt.Sprintf("http://localhost:%d", adminPort),
 		dir:     dir,
 		bin:     bin,
+		data:    cmp.Or(data, filepath.Join(dir, "data")),
 		logPath: filepath.Join(dir, "caddy.log"),
 	}
 	nd.run(t)
@@ -183,7 +190,7 @@ func (nd *node) run(t testing.TB) {
 	}
 	cmd := exec.Command(nd.bin, "run", "--config", filepath.Join(nd.dir, "Caddyfile"), "--adapter", "caddyfile")
 	cmd.Env = append(os.Environ(),
-		"XDG_DATA_HOME="+filepath.Join(nd.dir, "data"),
+		"XDG_DATA_HOME="+nd.data,
 		"XDG_CONFIG_HOME="+filepath.Join(nd.dir, "config"),
 		"HOME="+nd.dir,
 	)
@@ -214,7 +221,17 @@ func (f *fleet) restart(nd *node) {
 
 // dataDir is Caddy's data directory on nd (caddy.AppDataDir in its process): where
 // its certificates and its rooms' state files are.
-func (nd *node) dataDir() string { return filepath.Join(nd.dir, "data", "caddy") }
+func (nd *node) dataDir() string { return filepath.Join(nd.data, "caddy") }
+
+// startBeside starts another node with rooms on the data directory of nd (a second
+// Caddy on one host's data, by mistake or while the first is still stopping), on its
+// own ports, and waits until it answers.
+func (f *fleet) startBeside(nd *node, i int, rooms string) *node {
+	f.t.Helper()
+	other := f.startOn(nd.bin, i, rooms, nd.data)
+	f.waitReady(other)
+	return other
+}
 
 func (f *fleet) waitReady(nd *node) {
 	t := f.t

@@ -485,3 +485,41 @@ func (s *restartSale) requireLogged(from int, file, what string) {
 	}
 	s.t.Fatalf("no error naming %s as %s in the log of the restart:\n%s", file, what, tail(log, 4000))
 }
+
+// A second Caddy on the same data directory (started by mistake, or while the first
+// is still stopping) never shares the room's state file: it warns that the file is in
+// use and serves the room in memory only, and its stop writes nothing. Stopped after
+// the first, it does not write over the first's save: the first, restarted, finds its
+// sale whole.
+func TestRestartSecondCaddyOnTheDataLeavesTheFileAlone(t *testing.T) {
+	s := startRestartSale(t, "memory {\n\t\t\tsave_every 1h\n\t\t}", true)
+	rooms := roomBlock(s.room, "/shop*", restartCapacity, "memory {\n\t\t\tsave_every 1h\n\t\t}",
+		"queue_ttl "+restartQueueTTL.String(), "secret "+saleSecret)
+	other := s.f.startBeside(s.nd, 1, rooms)
+	file := s.stateFile()
+	found := false
+	for _, line := range strings.Split(other.log(), "\n") {
+		if strings.Contains(line, `"warn"`) && strings.Contains(line, file) && strings.Contains(line, "in use by another process") {
+			t.Logf("logged: %s", line)
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the second Caddy did not warn that %s is in use:\n%s", file, tail(other.log(), 4000))
+	}
+	if _, in, err := newGuest().place(other.base, "/shop/elsewhere"); err != nil || !in {
+		t.Errorf("the second Caddy's room, in memory, did not let a first visitor in (%v)", err)
+	}
+
+	s.nd.stop(t)
+	saved, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.stop(t)
+	if now, err := os.ReadFile(file); err != nil || string(now) != string(saved) {
+		t.Fatalf("the second Caddy's stop wrote over the first's save (%v)", err)
+	}
+	s.f.restart(s.nd)
+	s.comeBack()
+}
