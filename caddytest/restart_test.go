@@ -29,11 +29,13 @@ import (
 
 const restartCapacity, restartWaiters = 3, 8
 
-// restartQueueTTL is the room's queue_ttl in the restart tests, its minimum: the
-// downtime of the tests that restart after it (restartDowntime) outlasts it, so a
-// room whose clocks ran on while it was down would find every waiter gone quiet.
+// restartQueueTTL is the room's queue_ttl in the restart tests: short, so that the
+// downtime of the tests that restart after it (restartDowntime) outlasts it, and a
+// room whose clocks ran on while it was down would find every waiter gone quiet; and
+// well beyond the room's own time from a waiter's last request to the restart's
+// first (two save periods before a kill, the start, the requests before its own).
 const (
-	restartQueueTTL = 5 * time.Second
+	restartQueueTTL = 8 * time.Second
 	restartDowntime = restartQueueTTL + time.Second
 )
 
