@@ -205,3 +205,37 @@ func ridesThroughRestart(t *testing.T, behindProxy, killed bool) {
 	created, opened, _ := sockets.counts()
 	t.Logf("the page opened %d sockets (%d answered 101) across the restart", created, opened)
 }
+
+// A room whose waiting answers are 503 (status_code 503) is still the room to the
+// page: its poll takes the room's JSON as the place, whatever the status, and only a
+// server error that is not the room's JSON as a failed poll. Here the socket is
+// blocked, so the number moves by polls alone, and the page gets in.
+func TestBrowserPollsTheRoomsOwn503(t *testing.T) {
+	up := startBrowserSite(t, browserSite{
+		room:    uniqueRoom(t),
+		options: "capacity 1\n\t\tqueue_ttl 24s\n\t\tstatus_code 503",
+		global:  "order error before waiting_room",
+		before:  "@upgrade header Upgrade websocket\n\terror @upgrade \"WebSocket upgrades are blocked here\" 403",
+	})
+	buyer, second := newVisitor(t), newVisitor(t)
+	if _, in := buyer.place("/"); !in {
+		t.Fatal("first visitor queued")
+	}
+	if q, _ := second.place("/"); q.Position != 1 {
+		t.Fatalf("second visitor at %d", q.Position)
+	}
+	b := newBrowser(t)
+	const uri = "/drops/5"
+	b.do(chromedp.Navigate(liveBase + uri))
+	b.showing("wr-position", "2")
+	first, _ := b.untilReported("the page's load", 0, func(e pageEvent) bool { return e.Kind == "load" })
+	buyer.get("/checkout", "")
+	if e, _ := b.untilReported("number 1 by polling", 0, func(e pageEvent) bool { return e.Kind == "position" && e.Text == "1" }); e.Doc != first.Doc {
+		t.Fatal("the page reloaded instead of polling")
+	}
+	second.get("/checkout", "")
+	b.landedOn(uri)
+	if got := up.requests(uri); len(got) == 0 {
+		t.Fatalf("the upstream saw %q", got)
+	}
+}
