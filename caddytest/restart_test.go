@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -127,8 +129,9 @@ func stateFileOf(nd *node, room string) string {
 func (s *restartSale) comeBack() {
 	t := s.t
 	t.Helper()
+	n := len(s.waiting)
 	for i := len(s.waiting) - 1; i >= 0; i-- {
-		s.at(fmt.Sprintf("waiter%d", i+1), s.waiting[i], i+1, restartWaiters)
+		s.at(fmt.Sprintf("waiter%d", i+1), s.waiting[i], i+1, n)
 	}
 	for i := len(s.in) - 1; i >= 0; i-- {
 		s.let(fmt.Sprintf("in%d", i+1), s.in[i])
@@ -137,7 +140,7 @@ func (s *restartSale) comeBack() {
 		t.FailNow()
 	}
 	late := newGuest()
-	s.at("a new arrival", late, restartWaiters+1, restartWaiters+1)
+	s.at("a new arrival", late, n+1, n+1)
 
 	if _, body, err := s.in[0].get(s.nd.base, "/shop/done", ""); err != nil || body != "done" {
 		t.Fatalf("in1's checkout: %q %v", body, err)
@@ -148,9 +151,9 @@ func (s *restartSale) comeBack() {
 		return err == nil && in
 	})
 	for i, g := range s.waiting[1:] {
-		s.at(fmt.Sprintf("waiter%d", i+2), g, i+1, restartWaiters)
+		s.at(fmt.Sprintf("waiter%d", i+2), g, i+1, n)
 	}
-	s.at("the new arrival", late, restartWaiters, restartWaiters)
+	s.at("the new arrival", late, n, n)
 	for i, g := range s.in[1:] {
 		s.let(fmt.Sprintf("in%d", i+2), g)
 	}
@@ -522,6 +525,45 @@ func TestRestartSecondCaddyOnTheDataLeavesTheFileAlone(t *testing.T) {
 	if now, err := os.ReadFile(file); err != nil || string(now) != string(saved) {
 		t.Fatalf("the second Caddy's stop wrote over the first's save (%v)", err)
 	}
+	s.f.restart(s.nd)
+	s.comeBack()
+}
+
+// A `caddy reload` in the middle of the sale changes nothing of it: the new config
+// takes the room's state over, without reading the file again nor warning that it is
+// in use, and goes on saving it: a waiter who joined after the reload, saved, is at
+// its place after a crash.
+func TestRestartAfterReloadStillSaves(t *testing.T) {
+	s := startRestartSale(t, "memory", true)
+	cfg, err := os.ReadFile(filepath.Join(s.nd.dir, "Caddyfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reloaded := strings.Replace(string(cfg), `respond "ok"`, `respond "ok, reloaded"`, 1)
+	logged := len(s.nd.log())
+	resp, err := http.Post(s.nd.admin+"/load", "text/caddyfile", strings.NewReader(reloaded))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("reload: %d %s", resp.StatusCode, answer)
+	}
+	if _, body, err := newGuest().get(s.nd.base, "/healthz", ""); err != nil || body != "ok, reloaded" {
+		t.Fatalf("the reload did not take: %q %v", body, err)
+	}
+	if log := s.nd.log()[logged:]; strings.Contains(log, "waiting_room") {
+		t.Errorf("the reload logged about the room:\n%s", tail(log, 4000))
+	}
+	for i, g := range s.waiting {
+		s.at(fmt.Sprintf("waiter%d", i+1), g, i+1, restartWaiters)
+	}
+	g := newGuest()
+	s.at("waiter9", g, restartWaiters+1, restartWaiters+1)
+	s.waiting = append(s.waiting, g)
+	s.savedSince(time.Now())
+	s.nd.kill(t)
 	s.f.restart(s.nd)
 	s.comeBack()
 }
