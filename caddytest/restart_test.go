@@ -54,13 +54,13 @@ type restartSale struct {
 }
 
 // startRestartSale starts the node with the room on store (what follows `store`),
-// with a configured secret or without one, and lets restartCapacity visitors in and
+// with a configured secret or without one (and more options), and lets restartCapacity visitors in and
 // restartWaiters in line, each heard from once more after joining, as their page's
 // first poll would.
-func startRestartSale(t *testing.T, store string, secret bool) *restartSale {
+func startRestartSale(t *testing.T, store string, secret bool, options ...string) *restartSale {
 	t.Helper()
 	room := uniqueRoom(t)
-	extra := []string{"queue_ttl " + restartQueueTTL.String()}
+	extra := append([]string{"queue_ttl " + restartQueueTTL.String()}, options...)
 	if secret {
 		extra = append(extra, "secret "+saleSecret)
 	}
@@ -566,4 +566,61 @@ func TestRestartAfterReloadStillSaves(t *testing.T) {
 	s.nd.kill(t)
 	s.f.restart(s.nd)
 	s.comeBack()
+}
+
+// A waiter let in from the line just before the stop has the rest of its arrival
+// window (arrive_ttl) after the restart, in the room's time (the downtime is longer
+// than the window): coming, it goes in;
+// not coming, the slot goes to the next in line once the window has run out, and
+// the waiter, back later, is first in line, told its turn came while it was away.
+func TestRestartKeepsTheArrivalWindow(t *testing.T) {
+	for _, comes := range []bool{true, false} {
+		name := map[bool]string{true: "arrives", false: "does not arrive"}[comes]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := startRestartSale(t, "memory {\n\t\t\tsave_every 1h\n\t\t}", true, "arrive_ttl 5s")
+			if _, body, err := s.in[0].get(s.nd.base, "/shop/done", ""); err != nil || body != "done" {
+				t.Fatalf("in1's checkout: %q %v", body, err)
+			}
+			waitFor(t, "waiter1 to be let in from the line", func() bool {
+				q, in, err := s.waiting[1].place(s.nd.base, "/shop/waiter2")
+				return err == nil && !in && q.Position == 1 && q.Waiting == restartWaiters-1
+			})
+			s.nd.stop(t)
+			time.Sleep(restartDowntime) // longer than the window: it must not run while down
+			s.f.restart(s.nd)
+			if comes {
+				s.let("waiter1", s.waiting[0])
+				for i, g := range s.waiting[1:] {
+					s.at(fmt.Sprintf("waiter%d", i+2), g, i+1, restartWaiters-1)
+				}
+				return
+			}
+			// The others are heard from meanwhile, as their pages would be.
+			waitFor(t, "waiter2 to be given the slot waiter1 did not take", func() bool {
+				_, in, err := s.waiting[1].place(s.nd.base, "/shop/waiter2")
+				if err != nil || in {
+					return err == nil
+				}
+				for _, g := range s.waiting[2:] {
+					if _, in, err := g.place(s.nd.base, "/shop/later"); err != nil || in {
+						t.Fatalf("a waiter behind waiter2 was let in (%v)", err)
+					}
+				}
+				return false
+			})
+			q, in, err := s.waiting[0].place(s.nd.base, "/shop/waiter1")
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case in:
+				t.Fatal("waiter1, who did not arrive in time, was let in over capacity")
+			case q.Position != 1:
+				t.Errorf("waiter1, back after missing its turn, is at %d, want 1", q.Position)
+			}
+			for i, g := range s.waiting[2:] {
+				s.at(fmt.Sprintf("waiter%d", i+3), g, i+2, restartWaiters-1)
+			}
+		})
+	}
 }
