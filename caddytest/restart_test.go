@@ -570,9 +570,8 @@ func TestRestartAfterReloadStillSaves(t *testing.T) {
 
 // A waiter let in from the line just before the stop has the rest of its arrival
 // window (arrive_ttl) after the restart, in the room's time (the downtime is longer
-// than the window): coming, it goes in;
-// not coming, the slot goes to the next in line once the window has run out, and
-// the waiter, back later, is first in line, told its turn came while it was away.
+// than the window): coming, it goes in; not coming, the slot goes to the next in line
+// once the window has run out, and the waiter, back later, is first in line.
 func TestRestartKeepsTheArrivalWindow(t *testing.T) {
 	for _, comes := range []bool{true, false} {
 		name := map[bool]string{true: "arrives", false: "does not arrive"}[comes]
@@ -622,5 +621,49 @@ func TestRestartKeepsTheArrivalWindow(t *testing.T) {
 				s.at(fmt.Sprintf("waiter%d", i+3), g, i+2, restartWaiters-1)
 			}
 		})
+	}
+}
+
+// A fixed shopping time (session_max) does not run while the instance is down: the
+// visitors let in at the start, 8 s into their 12 s when the instance stops and
+// down for 5 s, are still in after the restart; their time runs out in the room's
+// time after it, and the slots go to the head of the line.
+func TestRestartKeepsTheShoppingTime(t *testing.T) {
+	const sessionMax, before, down = 12 * time.Second, 8 * time.Second, 5 * time.Second
+	s := startRestartSale(t, "memory {\n\t\t\tsave_every 1h\n\t\t}", true, "session_max "+sessionMax.String())
+	admitted := time.Now()
+	for time.Since(admitted) < before { // the waiters' pages are heard from meanwhile
+		for i, g := range s.waiting {
+			s.at(fmt.Sprintf("waiter%d", i+1), g, i+1, restartWaiters)
+		}
+		time.Sleep(time.Second)
+	}
+	s.nd.stop(t)
+	time.Sleep(down)
+	s.f.restart(s.nd)
+	for i := len(s.in) - 1; i >= 0; i-- {
+		s.let(fmt.Sprintf("in%d", i+1), s.in[i])
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	waitFor(t, "the shopping time to run out and the head of the line to go in", func() bool {
+		_, in, err := s.waiting[0].place(s.nd.base, "/shop/waiter1")
+		if err == nil && !in {
+			for _, g := range s.waiting[1:] {
+				_, _, _ = g.place(s.nd.base, "/shop/later")
+			}
+		}
+		return err == nil && in
+	})
+	for i := 1; i < restartCapacity; i++ {
+		g := s.waiting[i]
+		waitFor(t, fmt.Sprintf("waiter%d to go in", i+1), func() bool {
+			_, in, err := g.place(s.nd.base, "/shop/next")
+			return err == nil && in
+		})
+	}
+	for i, g := range s.waiting[restartCapacity:] {
+		s.at(fmt.Sprintf("waiter%d", i+restartCapacity+1), g, i+1, restartWaiters-restartCapacity)
 	}
 }
