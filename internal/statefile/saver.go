@@ -1,7 +1,6 @@
 package statefile
 
 import (
-	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -12,10 +11,6 @@ import (
 // passed over for the save before it (path.prev), so the room starts from the
 // newest save it can trust, or empty: Open reports which file it restored, "" for
 // none. Nothing it reads can stop the caller.
-//
-// A file it cannot trust is moved aside, to <file>.bad (the error says so), where
-// the saves that follow leave it: for the operator to look into, or to put back for
-// the version that wrote it, and never rotated over the save before it.
 func Open(path string, load func(body []byte) error, report func(file string, err error)) string {
 	for _, file := range []string{path, path + ".prev"} {
 		body, err := Read(file)
@@ -28,12 +23,19 @@ func Open(path string, load func(body []byte) error, report func(file string, er
 		if err == nil {
 			return file
 		}
-		if mv := os.Rename(file, file+".bad"); mv == nil {
-			err = fmt.Errorf("%w (kept as %s.bad)", err, file)
-		}
 		report(file, err)
 	}
 	return ""
+}
+
+// KeepAside moves a state file that Open reported, one that cannot be trusted, to
+// <file>.bad, where the saves that follow leave it: for the operator to look into, or
+// to put back for the version that wrote it. Left in place, the next save would
+// rotate it over the save before it (<file>.prev), and the one after would be rid
+// of it. It returns the name it is kept under.
+func KeepAside(file string) (string, error) {
+	bad := file + ".bad"
+	return bad, os.Rename(file, bad)
 }
 
 // A Saver writes a store's state to its file every period, behind the hot path, and
