@@ -117,15 +117,16 @@ func (s *restartSale) at(who string, g *guest, position, waiting int) {
 // directory.
 func (s *restartSale) stateFile() string { return stateFileOf(s.nd, s.room) }
 
+// stateFileOf is room's state file on nd, where the memory store keeps it by default
+// (a plain room name, as uniqueRoom makes, is its own file name).
 func stateFileOf(nd *node, room string) string {
 	return filepath.Join(nd.dataDir(), "waiting_room", url.PathEscape(room)+".state")
 }
 
 // comeBack checks the sale after the restart, the visitors coming back last first:
 // every waiter at its place (told the PATCHed message), everyone admitted still in;
-// then a new arrival at the
-// end, and when one admitted visitor checks out, the head of the line in and nobody
-// else.
+// then a new arrival at the end, and when one admitted visitor checks out, the head
+// of the line in and nobody else.
 func (s *restartSale) comeBack() {
 	t := s.t
 	t.Helper()
@@ -159,8 +160,7 @@ func (s *restartSale) comeBack() {
 	}
 }
 
-// savedSince waits until the room's state file holds every change made before since
-// (savedSince).
+// savedSince waits until the room's state file holds every change made before since.
 func (s *restartSale) savedSince(since time.Time) {
 	s.t.Helper()
 	savedSince(s.t, s.stateFile(), since)
