@@ -88,12 +88,13 @@ func (l *socketLog) polled() int {
 }
 
 // The waiting page rides through a restart of the real Caddy process (SIGTERM, or
-// SIGKILL; the memory store kept on disk, a generated secret): while the instance is down, the page
-// goes on showing its number, in the same document, and tries its socket and its poll
-// again; when the instance is back, the page opens a new socket on its own, is told
-// the same number, and is let in in its turn, after the two waiters ahead of it.
-// The page reaches Caddy directly, and through a proxy in front (a load balancer, a
-// container platform's ingress), which answers 502 while Caddy is down.
+// SIGKILL; the memory store kept on disk, a generated secret): while the instance is
+// down, the page goes on showing its number, in the same document, and tries its
+// socket and its poll again; when the instance is back, the page opens a new socket
+// on its own, is told the same number, and is let in in its turn, after the two
+// waiters ahead of it. The page reaches Caddy directly, and through a proxy in front
+// (a load balancer, a container platform's ingress), which answers 502 while Caddy
+// is down.
 func TestBrowserPageRidesThroughRestart(t *testing.T) {
 	t.Run("direct", func(t *testing.T) { ridesThroughRestart(t, false, false) })
 	t.Run("behind a proxy", func(t *testing.T) { ridesThroughRestart(t, true, false) })
