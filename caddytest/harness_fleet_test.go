@@ -1,6 +1,7 @@
 package caddytest
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/http"
@@ -70,11 +71,16 @@ func (b *testBinary) path(t testing.TB) string {
 	return b.built
 }
 
-// node is one caddy process of a fleet.
+// node is one caddy process of a fleet. Its directory holds its Caddyfile, its data
+// and config dirs and its log, and outlives the process: restart runs the node again
+// on the same ports and the same data, as a host's supervisor would.
 type node struct {
 	name    string
 	base    string // http://127.0.0.1:<port>
 	admin   string // http://localhost:<admin port>
+	dir     string
+	bin     string
+	data    string // XDG_DATA_HOME: dir/data, unless it shares another node's
 	logPath string
 	cmd     *exec.Cmd
 	exited  chan struct{}
@@ -134,7 +140,11 @@ func startFleet(t testing.TB, n int, rooms func(i int) string) *fleet {
 	return f
 }
 
-func (f *fleet) start(bin string, i int, rooms string) *node {
+func (f *fleet) start(bin string, i int, rooms string) *node { return f.startOn(bin, i, rooms, "") }
+
+// startOn starts node i on the data directory data (XDG_DATA_HOME), or on its own
+// when data is "".
+func (f *fleet) startOn(bin string, i int, rooms, data string) *node {
 	t := f.t
 	t.Helper()
 	dir := t.TempDir()
@@ -152,29 +162,12 @@ func (f *fleet) start(bin string, i int, rooms string) *node {
 		name:    fmt.Sprintf("node%d", i),
 		base:    fmt.Sprintf("http://127.0.0.1:%d", httpPort),
 		admin:   fmt.Sprintf("http://localhost:%d", adminPort),
+		dir:     dir,
+		bin:     bin,
+		data:    cmp.Or(data, filepath.Join(dir, "data")),
 		logPath: filepath.Join(dir, "caddy.log"),
-		exited:  make(chan struct{}),
 	}
-	logFile, err := os.Create(nd.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nd.cmd = exec.Command(bin, "run", "--config", cfg, "--adapter", "caddyfile")
-	nd.cmd.Env = append(os.Environ(),
-		"XDG_DATA_HOME="+filepath.Join(dir, "data"),
-		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
-		"HOME="+dir,
-	)
-	nd.cmd.Stdout, nd.cmd.Stderr = logFile, logFile
-	if err := nd.cmd.Start(); err != nil {
-		logFile.Close()
-		t.Fatalf("starting %s: %v", nd.name, err)
-	}
-	go func() {
-		_ = nd.cmd.Wait()
-		logFile.Close()
-		close(nd.exited)
-	}()
+	nd.run(t)
 	t.Cleanup(func() {
 		if nd.alive() {
 			_ = nd.cmd.Process.Kill()
@@ -185,6 +178,59 @@ func (f *fleet) start(bin string, i int, rooms string) *node {
 		}
 	})
 	return nd
+}
+
+// run starts nd's process on its directory, its log appended to the log of the runs
+// before.
+func (nd *node) run(t testing.TB) {
+	t.Helper()
+	logFile, err := os.OpenFile(nd.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(nd.bin, "run", "--config", filepath.Join(nd.dir, "Caddyfile"), "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(),
+		"XDG_DATA_HOME="+nd.data,
+		"XDG_CONFIG_HOME="+filepath.Join(nd.dir, "config"),
+		"HOME="+nd.dir,
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		t.Fatalf("starting %s: %v", nd.name, err)
+	}
+	exited := make(chan struct{})
+	nd.cmd, nd.exited = cmd, exited
+	go func() {
+		_ = cmd.Wait()
+		logFile.Close()
+		close(exited)
+	}()
+}
+
+// restart runs a node that has stopped (stop, kill) again, on the same ports, config
+// and data directory, and waits until it answers.
+func (f *fleet) restart(nd *node) {
+	f.t.Helper()
+	if nd.alive() {
+		f.t.Fatalf("%s is still running: stop or kill it before restarting it", nd.name)
+	}
+	nd.run(f.t)
+	f.waitReady(nd)
+}
+
+// dataDir is Caddy's data directory on nd (caddy.AppDataDir in its process): where
+// its certificates and its rooms' state files are.
+func (nd *node) dataDir() string { return filepath.Join(nd.data, "caddy") }
+
+// startBeside starts another node with rooms on the data directory of nd (a second
+// Caddy on one host's data, by mistake or while the first is still stopping), on its
+// own ports, and waits until it answers.
+func (f *fleet) startBeside(nd *node, i int, rooms string) *node {
+	f.t.Helper()
+	other := f.startOn(nd.bin, i, rooms, nd.data)
+	f.waitReady(other)
+	return other
 }
 
 func (f *fleet) waitReady(nd *node) {
@@ -305,5 +351,39 @@ func (nd *node) stop(t testing.TB) {
 		_ = nd.cmd.Process.Kill()
 		<-nd.exited
 		t.Fatalf("%s did not stop within %v of SIGTERM:\n%s", nd.name, startDeadline, tail(nd.log(), 4000))
+	}
+}
+
+// kill ends nd as a crash does (SIGKILL: nothing runs after it) and waits until it has
+// exited.
+func (nd *node) kill(t testing.TB) {
+	t.Helper()
+	if !nd.alive() {
+		return
+	}
+	if err := nd.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("SIGKILL to %s: %v", nd.name, err)
+	}
+	<-nd.exited
+}
+
+// stopByAdmin stops nd as `caddy stop` does (POST /stop on its admin endpoint) and
+// waits until it has exited.
+func (nd *node) stopByAdmin(t testing.TB) {
+	t.Helper()
+	resp, err := http.Post(nd.admin+"/stop", "", nil)
+	if err != nil {
+		t.Fatalf("POST /stop to %s: %v", nd.name, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /stop to %s answered %d", nd.name, resp.StatusCode)
+	}
+	select {
+	case <-nd.exited:
+	case <-time.After(startDeadline):
+		_ = nd.cmd.Process.Kill()
+		<-nd.exited
+		t.Fatalf("%s did not exit within %v of POST /stop:\n%s", nd.name, startDeadline, tail(nd.log(), 4000))
 	}
 }

@@ -113,7 +113,11 @@ func (m MemoryStore) open(log *zap.Logger, room string) *durableMemory {
 		}
 		return err
 	}, func(f string, err error) {
-		log.Error("waiting room state file not restored", zap.String("file", f), zap.Error(err))
+		fields := []zap.Field{zap.String("file", f), zap.Error(err)}
+		if bad, mv := statefile.KeepAside(f); mv == nil {
+			fields = append(fields, zap.String("kept_as", bad))
+		}
+		log.Error("waiting room state file not restored", fields...)
 	})
 	if from != "" {
 		st, _ := d.Stats(context.Background())

@@ -272,8 +272,12 @@ func (rm *Room) decide(ctx context.Context, v *Visit, d *Decision) {
 func (rm *Room) decideAdmitted(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring, tok token.Token) (decided bool, reason string) {
 	now, s := v.Now, d.Settings
 	if s.sessionOver(tok.Since, now) {
-		rm.endSession(ctx, tok.ID)
-		return false, ReasonSessionMax
+		since, resumed := rm.resumedSince(ctx, s, tok, now)
+		if !resumed {
+			rm.endSession(ctx, tok.ID)
+			return false, ReasonSessionMax
+		}
+		tok.Since = since // the admitted cookie below carries the store's start
 	}
 	if tok.Keyed && !d.hasKeyID && !rm.keyedSessionHolds(ctx, v, tok) { // key.go
 		return false, ""

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
 // ReasonSessionMax is what the answer to a visitor whose session reached session_max
@@ -18,6 +19,20 @@ const ReasonSessionMax = "session_max"
 // call for it.
 func (s *Settings) sessionOver(since, now time.Time) bool {
 	return s.SessionMax > 0 && now.Sub(since) >= s.SessionMax
+}
+
+// resumedSince is the start of tok's session as the store counts it, when the store
+// holds the session as begun after the cookie says and, by that start, session_max
+// has not run out: the memory store resumes its clocks after a restart, so the
+// downtime counts against nobody, while the cookie's start is the wall clock's. The
+// store is asked once a session, when the cookie says it is over; the cookie the
+// visitor is given then carries the store's start.
+func (rm *Room) resumedSince(ctx context.Context, s *Settings, tok token.Token, now time.Time) (time.Time, bool) {
+	st, err := rm.cfg.Store.Status(ctx, tok.ID, now)
+	if err != nil || st.State != queue.Admitted || st.Since.Unix() <= tok.Since.Unix() || s.sessionOver(st.Since, now) {
+		return time.Time{}, false
+	}
+	return st.Since, true
 }
 
 // sessionMaxLapsed reports whether a session the store no longer holds most likely

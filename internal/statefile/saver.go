@@ -1,6 +1,7 @@
 package statefile
 
 import (
+	"os"
 	"sync"
 	"time"
 )
@@ -25,6 +26,16 @@ func Open(path string, load func(body []byte) error, report func(file string, er
 		report(file, err)
 	}
 	return ""
+}
+
+// KeepAside moves a state file that Open reported, one that cannot be trusted, to
+// <file>.bad, where the saves that follow leave it: for the operator to look into, or
+// to put back for the version that wrote it. Left in place, the next save would
+// rotate it over the save before it (<file>.prev), and the one after would be rid
+// of it. It returns the name it is kept under.
+func KeepAside(file string) (string, error) {
+	bad := file + ".bad"
+	return bad, os.Rename(file, bad)
 }
 
 // A Saver writes a store's state to its file every period, behind the hot path, and

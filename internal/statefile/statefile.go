@@ -7,7 +7,8 @@
 //
 // big-endian. A save goes to <file>.tmp, is synced, and then renamed over the file,
 // whose previous save is kept as <file>.prev first: a crash leaves either save whole,
-// and a file found damaged falls back to the one before it.
+// and a file found damaged falls back to the one before it, and is kept aside as
+// <file>.bad (KeepAside).
 //
 // The format is our own, not a library's: a whole snapshot, one sequential write,
 // read back in one pass. A million waiters are 30 MB and are restored in about 0.6 s
