@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue/storetest"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room/saletest"
 )
 
@@ -18,4 +19,17 @@ func TestSale(t *testing.T) {
 		}
 		return stores
 	}, saletest.Budget{Kept: true, Seeds: 20})
+}
+
+// The hostile sale on a memory store restarted from its state file's body between
+// every two store calls: every invariant of the sale holds across restarts.
+func TestSaleRestarting(t *testing.T) {
+	saletest.Run(t, func(t *testing.T, n int) []queue.Store {
+		st := storetest.Restarting(t)
+		stores := make([]queue.Store, n)
+		for i := range stores {
+			stores[i] = st
+		}
+		return stores
+	}, saletest.Budget{Kept: true, Seeds: 10})
 }
