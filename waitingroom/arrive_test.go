@@ -302,10 +302,12 @@ func TestSocketWithTheAdmittedCookieIsNoArrival(t *testing.T) {
 	if d.Outcome != room.TellAdmitted || admitted == "" {
 		t.Fatalf("a's socket: outcome %v, cookie %q; want admitted with a cookie", d.Outcome, admitted)
 	}
-	for range 6 {
+	for i := range 6 {
 		tr.clock.Advance(5 * time.Second)
 		tr.queued(b) // b's page polls, so b is present throughout
-		if d := tr.socket(admitted); d.Outcome != room.TellAdmitted {
+		// At 30 s, arrive_ttl, the room's own loop may have given the slot back
+		// already: the socket is looked at before it only.
+		if d := tr.socket(admitted); i < 5 && d.Outcome != room.TellAdmitted {
 			t.Fatalf("a's socket again with its admitted cookie: outcome %v, want admitted and told", d.Outcome)
 		}
 		tr.step()
