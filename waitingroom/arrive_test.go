@@ -70,7 +70,7 @@ func TestArriveTTLRefused(t *testing.T) {
 	before := tr.h.room.Settings(tr.clock.Now()).ArriveTTL
 	for _, tc := range []struct{ body, wantErr string }{
 		{`{"arrive_ttl":"banana"}`, `arrive_ttl: bad duration "banana"`},
-		{`{"arrive_ttl":"-1s"}`, "arrive_ttl must be greater than 0, got -1s"},
+		{`{"arrive_ttl":"-1s"}`, "arrive_ttl must be 0 (off) or a positive duration, got -1s"},
 		{`{"arrive_ttl":"1000d"}`, "arrive_ttl must be at most 720h0m0s"},
 		{`{"arrive_ttl":"4s"}`, "arrive_ttl must be at least 5s, got 4s"},
 		{`{"arrive_ttl":30}`, `arrive_ttl must be a duration string such as "5m", or null, got 30`},
@@ -109,7 +109,7 @@ func TestArriveTTLDefaultOffAndPatch(t *testing.T) {
 	}
 	tr := newTestRoom(t, 1)
 	info := tr.patch(`{"arrive_ttl":"0s"}`)
-	if info.ArriveTTL != "0s" || info.Configured.ArriveTTL != "30s" {
+	if info.ArriveTTL != "0s" || info.Configured.ArriveTTL != 30*time.Second {
 		t.Errorf("after PATCH 0s: arrive_ttl %q, configured %q; want 0s and 30s", info.ArriveTTL, info.Configured.ArriveTTL)
 	}
 	if info = tr.patch(`{"arrive_ttl":null}`); info.ArriveTTL != "30s" {

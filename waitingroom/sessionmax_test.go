@@ -125,7 +125,7 @@ func TestPatchSessionSettings(t *testing.T) {
 	if info.SessionMax != "1m30s" || info.SessionTTL != "3m0s" || info.QueueTTL != "15s" || info.AwayTTL != "5m0s" {
 		t.Fatalf("room object after PATCH: %+v", info.Timings)
 	}
-	if info.Configured.SessionMax != "" || info.Configured.SessionTTL != "1m0s" {
+	if info.Configured.SessionMax != 0 || info.Configured.SessionTTL != time.Minute {
 		t.Fatalf("configured settings changed by a PATCH: %+v", info.Configured)
 	}
 	lim := tr.h.room.Settings(tr.clock.Now()).Limits()
@@ -142,7 +142,7 @@ func TestPatchSessionSettings(t *testing.T) {
 	ctl := tr.h.room
 	for body, want := range map[string]string{
 		`{"session_max":"0s"}`:                "session_max must be greater than 0",
-		`{"session_max":"-1m"}`:               "session_max must be greater than 0",
+		`{"session_max":"-1m"}`:               "session_max must be 0 (off) or a positive duration",
 		`{"session_max":"soon"}`:              "session_max: bad duration",
 		`{"session_max":90}`:                  "session_max must be a duration string",
 		`{"session_ttl":"0"}`:                 "session_ttl must be greater than 0",
@@ -173,7 +173,7 @@ func TestPatchSessionSettings(t *testing.T) {
 
 	// A configured session_max: "off" lifts it, null brings it back.
 	tr2 := newTestRoomWith(t, 1, func(h *Handler) { h.SessionMax = caddy.Duration(time.Minute) })
-	if info := tr2.patch(`{"session_max":"off"}`); info.SessionMax != "" || info.Configured.SessionMax != "1m0s" {
+	if info := tr2.patch(`{"session_max":"off"}`); info.SessionMax != "" || info.Configured.SessionMax != time.Minute {
 		t.Fatalf(`session_max "off": effective %q, configured %q`, info.SessionMax, info.Configured.SessionMax)
 	}
 	if lim := tr2.h.room.Settings(tr2.clock.Now()).Limits(); lim.SessionMax != 0 {

@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -335,17 +336,10 @@ func (h *Handler) warnReplacedSecret(secrets [][]byte) {
 // roomConfig is the room's configuration as the engine takes it, Provision's
 // defaults filled in.
 func (h *Handler) roomConfig(secrets [][]byte, m *roomMetrics) *room.Config {
+	rt, _ := h.runtime() // checked in Provision
 	cfg := &room.Config{
 		Name:          h.Name,
-		Capacity:      h.Capacity,
-		Mode:          h.Mode,
-		SessionTTL:    time.Duration(h.SessionTTL),
-		SessionMax:    time.Duration(h.SessionMax),
-		QueueTTL:      time.Duration(h.QueueTTL),
-		AwayTTL:       time.Duration(*h.AwayTTL),
-		ArriveTTL:     h.arriveTTL(),
-		Message:       h.Message,
-		ProofOfWork:   h.ProofOfWork,
+		Runtime:       rt,
 		FailOpen:      h.Fail == failOpen,
 		Lang:          h.Lang,
 		Page:          h.page,
@@ -359,19 +353,43 @@ func (h *Handler) roomConfig(secrets [][]byte, m *roomMetrics) *room.Config {
 		History:       loadHistory(h.Name),
 		Siblings:      func() []*room.Room { return siblings(h.Name) },
 	}
-	if h.Rate != nil {
-		cfg.Rate = h.Rate.engine()
-	}
 	for i := range h.Events {
 		cfg.Events = append(cfg.Events, h.Events[i].engine())
 	}
 	if p := h.PerIP; p != nil {
 		cfg.PerIP = room.PerIP{MaxJoins: p.MaxJoins, JoinWindow: time.Duration(p.JoinWindow), MaxConnections: p.MaxConnections}
 	}
-	if h.Adapt != nil {
-		cfg.Adapt, _ = h.Adapt.engine(h.Capacity) // checked in Provision
-	}
 	return cfg
+}
+
+// runtime is the room's runtime settings (room.Runtime) as configured, with the
+// defaults Provision fills in: what Validate checks in one call, and the room starts
+// with.
+func (h *Handler) runtime() (room.Runtime, error) {
+	rt := room.Runtime{
+		Capacity:    h.Capacity,
+		Mode:        cmp.Or(h.Mode, queue.ModeFIFO),
+		SessionTTL:  cmp.Or(time.Duration(h.SessionTTL), defaultSessionTTL),
+		QueueTTL:    h.queueTTL(),
+		AwayTTL:     max(defaultAwayTTL, h.queueTTL()),
+		SessionMax:  time.Duration(h.SessionMax),
+		ArriveTTL:   h.arriveTTL(),
+		Message:     h.Message,
+		ProofOfWork: h.ProofOfWork,
+	}
+	if h.AwayTTL != nil {
+		rt.AwayTTL = time.Duration(*h.AwayTTL)
+	}
+	if h.Rate != nil {
+		rt.Rate = h.Rate.engine()
+	}
+	if h.Adapt != nil {
+		var err error
+		if rt.Adapt, err = h.Adapt.engine(h.Capacity); err != nil {
+			return rt, err
+		}
+	}
+	return rt, nil
 }
 
 // configuredSecrets expands the configured secrets; nil means "agree on one through the
@@ -411,42 +429,11 @@ func (h *Handler) Validate() error {
 	if h.Name == reservedName {
 		return fmt.Errorf("name %q is reserved: the admin API serves its dashboard at /waiting_room/%s", h.Name, reservedName)
 	}
-	if err := room.CheckCapacity(h.Capacity); err != nil {
+	rt, err := h.runtime()
+	if err != nil {
 		return err
 	}
-	if h.SessionTTL < 0 {
-		return fmt.Errorf("session_ttl must not be negative, got %v", time.Duration(h.SessionTTL))
-	}
-	if h.SessionTTL > 0 {
-		if err := room.CheckTiming("session_ttl", time.Duration(h.SessionTTL)); err != nil {
-			return err
-		}
-	}
-	if h.SessionMax < 0 {
-		return fmt.Errorf("session_max must be greater than 0 (or absent: off), got %v", time.Duration(h.SessionMax))
-	}
-	if h.SessionMax > 0 {
-		if err := room.CheckTiming("session_max", time.Duration(h.SessionMax)); err != nil {
-			return err
-		}
-	}
-	if h.QueueTTL < 0 {
-		return fmt.Errorf("queue_ttl must not be negative, got %v", time.Duration(h.QueueTTL))
-	}
-	if h.QueueTTL > 0 {
-		if err := room.CheckTiming("queue_ttl", time.Duration(h.QueueTTL)); err != nil {
-			return err
-		}
-	}
-	if a := h.AwayTTL; a != nil {
-		if err := room.CheckTimings(h.queueTTL(), time.Duration(*a)); err != nil {
-			return err
-		}
-		if err := room.CheckTiming("away_ttl", time.Duration(*a)); err != nil {
-			return err
-		}
-	}
-	if err := h.validateArriveTTL(); err != nil {
+	if err := room.CheckRuntime(rt); err != nil {
 		return err
 	}
 	if h.StatusCode != 0 && !slices.Contains(statusCodes, h.StatusCode) {
@@ -464,26 +451,8 @@ func (h *Handler) Validate() error {
 	if h.RejectStatusCode != 0 && !slices.Contains(statusCodes, h.RejectStatusCode) {
 		return fmt.Errorf("reject_status_code must be one of 200, 202, 429 or 503, got %d", h.RejectStatusCode)
 	}
-	if err := room.CheckProofOfWork(h.ProofOfWork); err != nil {
-		return err
-	}
 	if h.Key != "" {
 		if err := checkKey(h.Key); err != nil {
-			return err
-		}
-	}
-	if h.Adapt != nil {
-		if _, err := h.Adapt.engine(h.Capacity); err != nil {
-			return err
-		}
-	}
-	if h.Mode != "" {
-		if err := room.CheckMode(h.Mode); err != nil {
-			return err
-		}
-	}
-	if h.Rate != nil {
-		if err := h.Rate.validate(); err != nil {
 			return err
 		}
 	}
@@ -499,9 +468,6 @@ func (h *Handler) Validate() error {
 		if err := checkLang(h.Lang); err != nil {
 			return err
 		}
-	}
-	if err := room.CheckMessage(h.Message); err != nil {
-		return err
 	}
 	if h.Cookie != nil {
 		if err := h.Cookie.Validate(); err != nil {

@@ -40,6 +40,13 @@ func (o *AdaptOverride) UnmarshalJSON(b []byte) error {
 // there is one, wins over the operator's, which a PATCH of capacity clears.
 var adaptSetting = runtimeSetting{
 	name: "adapt",
+	check: func(r *Runtime) error {
+		if r.Adapt == nil {
+			return nil
+		}
+		return capacity.Check(*r.Adapt, r.Capacity)
+	},
+	show: func(r *Runtime) any { return r.Adapt },
 	patch: func(rm *Room, o *Overrides, raw json.RawMessage) error {
 		if string(raw) == "null" || string(raw) == `"off"` {
 			o.Adapt = &AdaptOverride{Off: true}

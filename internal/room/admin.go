@@ -10,7 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
@@ -18,23 +17,6 @@ import (
 // InputError for the caller's mistakes, ErrNoVisitor for what is not there, and
 // anything else for a store that cannot be reached. Changes go through the store, so
 // every instance sharing it applies them within one admission tick.
-
-// Configured are the values a room is configured with, as the admin API shows them.
-type Configured struct {
-	Capacity   int    `json:"capacity"`
-	Rate       *Rate  `json:"rate"`
-	Mode       string `json:"mode"`
-	SessionTTL string `json:"session_ttl"`
-	QueueTTL   string `json:"queue_ttl"`
-	AwayTTL    string `json:"away_ttl"`
-	SessionMax string `json:"session_max"` // "" while off
-	ArriveTTL  string `json:"arrive_ttl"`  // "0s" while off
-	Message    string `json:"message"`
-	// ProofOfWork is the configured difficulty, 0 when off.
-	ProofOfWork int `json:"proof_of_work"`
-	// Adapt is the configured adaptive capacity; null when off.
-	Adapt *capacity.Targets `json:"adapt"`
-}
 
 // EventInfo is a scheduled event, in progress or next.
 type EventInfo struct {
@@ -85,11 +67,12 @@ type Info struct {
 	ETASeconds *int `json:"eta_seconds"`
 	// AdmissionsPerMinute is the measured throughput over the last minutes (null: no
 	// data yet).
-	AdmissionsPerMinute *float64   `json:"admissions_per_minute"`
-	Store               string     `json:"store"`
-	Configured          Configured `json:"configured"`
-	Overrides           Overrides  `json:"overrides"`
-	Event               *EventInfo `json:"event"`
+	AdmissionsPerMinute *float64 `json:"admissions_per_minute"`
+	Store               string   `json:"store"`
+	// Configured are the runtime settings as configured (Runtime.MarshalJSON).
+	Configured Runtime    `json:"configured"`
+	Overrides  Overrides  `json:"overrides"`
+	Event      *EventInfo `json:"event"`
 	// Message is what the line is told now ("" for nothing).
 	Message string `json:"message"`
 	// NextEvent is the next scheduled event whose queue has not opened yet; null if none.
@@ -125,7 +108,6 @@ func (rm *Room) Info(ctx context.Context) (Info, error) {
 	cfg := rm.cfg
 	now := cfg.Clock.Now()
 	s := rm.Settings(now)
-	configured := timingsOf(cfg.SessionTTL, cfg.QueueTTL, cfg.AwayTTL, cfg.SessionMax)
 	info := Info{
 		Name:          cfg.Name,
 		Mode:          s.Mode,
@@ -138,31 +120,16 @@ func (rm *Room) Info(ctx context.Context) (Info, error) {
 		NoShows:       st.NoShows,
 		Handoffs:      st.Handoffs,
 		Store:         cfg.StoreType,
-		Configured: Configured{
-			Capacity:    cfg.Capacity,
-			Mode:        cmpOr(cfg.Mode, queue.ModeFIFO),
-			SessionTTL:  configured.SessionTTL,
-			QueueTTL:    configured.QueueTTL,
-			AwayTTL:     configured.AwayTTL,
-			SessionMax:  configured.SessionMax,
-			ArriveTTL:   cfg.ArriveTTL.String(),
-			Message:     cfg.Message,
-			ProofOfWork: cfg.ProofOfWork,
-			Adapt:       cfg.Adapt,
-		},
-		Overrides:   o.settings(),
-		Message:     s.Message,
-		Adapt:       adaptInfo(s, o.Adapted),
-		NextEvent:   nextEvent(cfg.Events, now),
-		ProofOfWork: s.ProofOfWork,
+		Configured:    cfg.Runtime,
+		Overrides:     o.settings(),
+		Message:       s.Message,
+		Adapt:         adaptInfo(s, o.Adapted),
+		NextEvent:     nextEvent(cfg.Events, now),
+		ProofOfWork:   s.ProofOfWork,
 	}
 	f := rm.Fleet()
 	info.Fleet = FleetInfo{Instances: f.Instances, Reads: f.Reads, Level: queue.FormatLevel}
 	info.ArriveTTL = s.ArriveTTL.String()
-	if cfg.Rate.limits() {
-		r := cfg.Rate
-		info.Configured.Rate = &r
-	}
 	if s.Rate.limits() {
 		r := s.Rate
 		info.Rate = &r

@@ -37,7 +37,7 @@ func CheckArrive(queueTTL, arriveTTL time.Duration) error {
 
 // arriveFloor is the least arrive_ttl under queueTTL (see CheckArrive).
 func arriveFloor(queueTTL time.Duration) time.Duration {
-	poll := time.Duration((&Settings{QueueTTL: queueTTL}).refreshSeconds()) * time.Second
+	poll := time.Duration((&Settings{Runtime: Runtime{QueueTTL: queueTTL}}).refreshSeconds()) * time.Second
 	return max(MinArriveTTL, poll*2*11/10)
 }
 

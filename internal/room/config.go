@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
@@ -16,24 +15,11 @@ import (
 // defaults filled in and checked (Check), the store it runs on, and what it reports
 // to. It is not changed after New.
 type Config struct {
-	Name     string
-	Capacity int
-	Rate     Rate // zero: no rate limit
-	Mode     string
-	Events   []Event
-
-	SessionTTL time.Duration
-	SessionMax time.Duration // 0: off
-	QueueTTL   time.Duration
-	AwayTTL    time.Duration // 0: a place is lost at queue_ttl
-	ArriveTTL  time.Duration // 0: off (arrive.go)
-
-	// Message is told to the line; ProofOfWork is the difficulty a new visitor's
-	// proof must meet, 0 when off.
-	Message     string
-	ProofOfWork int
-	// Adapt turns the adaptive capacity on (nil: off), Capacity being where it starts.
-	Adapt *capacity.Targets
+	Name string
+	// Runtime are the settings the admin API can change while the room runs, as
+	// configured.
+	Runtime
+	Events []Event
 
 	// PerIP caps what one client address may do on this instance; zero: no caps.
 	PerIP PerIP

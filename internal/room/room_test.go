@@ -58,14 +58,12 @@ func newTestRoom(t *testing.T, capacity int, configure func(*Config)) (*Room, *t
 func testConfig(capacity int, configure func(*Config)) (*Config, *testClock) {
 	clk := &testClock{now: time.Unix(1_800_000_000, 0)}
 	cfg := &Config{
-		Name:       "test",
-		Capacity:   capacity,
-		SessionTTL: time.Minute,
-		QueueTTL:   30 * time.Second,
-		Secrets:    [][]byte{testSecret},
-		Store:      queue.NewMemoryStore(),
-		Clock:      clk,
-		Metrics:    noMetrics{},
+		Name:    "test",
+		Runtime: Runtime{Capacity: capacity, SessionTTL: time.Minute, QueueTTL: 30 * time.Second},
+		Secrets: [][]byte{testSecret},
+		Store:   queue.NewMemoryStore(),
+		Clock:   clk,
+		Metrics: noMetrics{},
 	}
 	if configure != nil {
 		configure(cfg)

@@ -1,32 +1,99 @@
 package room
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
-// A runtime setting is one the admin API can change while the room runs. Each is
-// defined here once: its name, how a PATCH value parses, how it is checked (the
-// Check functions below, whose messages the Caddyfile, the JSON config's validation
-// and PATCH all give), how its override applies and how the admin API shows it (the
-// Overrides field's JSON). Adding one touches this file, the Overrides struct, the
-// module's config field and Caddyfile option, and the docs.
+// Runtime are the settings the admin API can change while the room runs. They are
+// part of the room's Config (what it is configured with) and of each Settings
+// snapshot (what is in force), and the admin API shows the configured ones as its
+// `configured` object, as MarshalJSON writes them.
+//
+// Each is defined once: its field here and its entry in runtimeSettings below, which
+// holds its name, its check (with its one message, which the Caddyfile, the JSON
+// config's validation and PATCH all give), its PATCH, how its override applies and
+// how it is shown. Adding one touches four Go files: this one, the Overrides field
+// (overrides.go), the module's config field and its mapping into Runtime
+// (waitingroom/waitingroom.go), and the Caddyfile option (waitingroom/caddyfile.go);
+// TestEveryRuntimeSettingIsDefinedOnce (waitingroom) fails while one is missing.
+type Runtime struct {
+	Capacity int
+	Rate     Rate // zero: no rate limit
+	Mode     string
+
+	SessionTTL time.Duration
+	QueueTTL   time.Duration
+	AwayTTL    time.Duration // 0: a place is lost at queue_ttl
+	SessionMax time.Duration // 0: off
+	ArriveTTL  time.Duration // 0: off (arrive.go)
+
+	// Message is told to the line; ProofOfWork is the difficulty a new visitor's
+	// proof must meet, 0 when off.
+	Message     string
+	ProofOfWork int
+	// Adapt turns the adaptive capacity on (nil: off), Capacity being where it
+	// starts; in a Settings, while it is on, Capacity is the one it chose.
+	Adapt *capacity.Targets
+}
+
+// A runtime setting is one the admin API can change while the room runs (Runtime).
 type runtimeSetting struct {
 	name string
+	// check refuses r's value of the setting, if the room cannot run it.
+	check func(r *Runtime) error
 	// patch reads a PATCH value into o; "null" restores the configured value.
 	patch func(rm *Room, o *Overrides, raw json.RawMessage) error
 	// apply lets o's value, if any, win in s.
 	apply func(s *Settings, o *Overrides)
+	// show is r's value as the admin API writes it.
+	show func(r *Runtime) any
+}
+
+// MarshalJSON writes r as the admin API shows it: each setting by its name, in the
+// table's order.
+func (r Runtime) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, def := range runtimeSettings {
+		v, err := json.Marshal(def.show(&r))
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%q:%s", def.name, v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// CheckRuntime refuses runtime settings the room cannot run: each setting's check,
+// then the rules between them.
+func CheckRuntime(r Runtime) error {
+	for _, def := range runtimeSettings {
+		if err := def.check(&r); err != nil {
+			return err
+		}
+	}
+	if err := CheckTimings(r.QueueTTL, r.AwayTTL); err != nil {
+		return err
+	}
+	return CheckArrive(r.QueueTTL, r.ArriveTTL)
 }
 
 // runtimeSettings in the order the admin API's errors list them.
 var runtimeSettings = []runtimeSetting{
 	{name: "capacity",
+		check: func(r *Runtime) error { return CheckCapacity(r.Capacity) },
 		patch: func(_ *Room, o *Overrides, raw json.RawMessage) error {
 			return patchValue(&o.Capacity, "capacity", "a whole number", raw, CheckCapacity)
 		},
@@ -34,15 +101,34 @@ var runtimeSettings = []runtimeSetting{
 			if o.Capacity != nil {
 				s.Capacity = *o.Capacity
 			}
-		}},
+		},
+		show: func(r *Runtime) any { return r.Capacity }},
 	{name: "rate",
+		check: func(r *Runtime) error {
+			if r.Rate == (Rate{}) {
+				return nil // no limit
+			}
+			return CheckRate(r.Rate)
+		},
 		patch: func(rm *Room, o *Overrides, raw json.RawMessage) error { return rm.patchRate(o, raw) },
 		apply: func(s *Settings, o *Overrides) {
 			if o.Rate != nil {
 				s.Rate = *o.Rate
 			}
+		},
+		show: func(r *Runtime) any {
+			if !r.Rate.limits() {
+				return nil
+			}
+			return r.Rate
 		}},
 	{name: "mode",
+		check: func(r *Runtime) error {
+			if r.Mode == "" {
+				return nil // fifo
+			}
+			return CheckMode(r.Mode)
+		},
 		patch: func(_ *Room, o *Overrides, raw json.RawMessage) error {
 			return patchValue(&o.Mode, "mode", "a string", raw, CheckMode)
 		},
@@ -51,8 +137,15 @@ var runtimeSettings = []runtimeSetting{
 				// The operator's lever wins over a pre-queue too (say, suspending the room).
 				s.Mode, s.Prequeue = *o.Mode, false
 			}
-		}},
+		},
+		show: func(r *Runtime) any { return cmpOr(r.Mode, queue.ModeFIFO) }},
+	timing("session_ttl", func(o *Overrides) **Period { return &o.SessionTTL }, func(r *Runtime) *time.Duration { return &r.SessionTTL }),
+	timing("queue_ttl", func(o *Overrides) **Period { return &o.QueueTTL }, func(r *Runtime) *time.Duration { return &r.QueueTTL }),
+	timing("away_ttl", func(o *Overrides) **Period { return &o.AwayTTL }, func(r *Runtime) *time.Duration { return &r.AwayTTL }),
+	timing("session_max", func(o *Overrides) **Period { return &o.SessionMax }, func(r *Runtime) *time.Duration { return &r.SessionMax }),
+	timing("arrive_ttl", func(o *Overrides) **Period { return &o.ArriveTTL }, func(r *Runtime) *time.Duration { return &r.ArriveTTL }),
 	{name: "message",
+		check: func(r *Runtime) error { return CheckMessage(r.Message) },
 		// null clears the override (the configured message, if any, shows again); ""
 		// shows none.
 		patch: func(_ *Room, o *Overrides, raw json.RawMessage) error {
@@ -62,13 +155,10 @@ var runtimeSettings = []runtimeSetting{
 			if o.Message != nil {
 				s.Message = *o.Message
 			}
-		}},
-	timing("session_ttl", func(o *Overrides) **Period { return &o.SessionTTL }, func(s *Settings) *time.Duration { return &s.SessionTTL }),
-	timing("queue_ttl", func(o *Overrides) **Period { return &o.QueueTTL }, func(s *Settings) *time.Duration { return &s.QueueTTL }),
-	timing("away_ttl", func(o *Overrides) **Period { return &o.AwayTTL }, func(s *Settings) *time.Duration { return &s.AwayTTL }),
-	timing("session_max", func(o *Overrides) **Period { return &o.SessionMax }, func(s *Settings) *time.Duration { return &s.SessionMax }),
-	timing("arrive_ttl", func(o *Overrides) **Period { return &o.ArriveTTL }, func(s *Settings) *time.Duration { return &s.ArriveTTL }),
+		},
+		show: func(r *Runtime) any { return r.Message }},
 	{name: "proof_of_work",
+		check: func(r *Runtime) error { return CheckProofOfWork(r.ProofOfWork) },
 		patch: func(_ *Room, o *Overrides, raw json.RawMessage) error {
 			return patchValue(&o.ProofOfWork, "proof_of_work", "a whole number", raw, CheckProofOfWork)
 		},
@@ -76,8 +166,18 @@ var runtimeSettings = []runtimeSetting{
 			if o.ProofOfWork != nil {
 				s.ProofOfWork = *o.ProofOfWork
 			}
-		}},
+		},
+		show: func(r *Runtime) any { return r.ProofOfWork }},
 	adaptSetting, // adapt.go
+}
+
+// RuntimeSettings are the runtime settings' names, in the admin API's order.
+func RuntimeSettings() []string {
+	names := make([]string, len(runtimeSettings))
+	for i, def := range runtimeSettings {
+		names[i] = def.name
+	}
+	return names
 }
 
 // runtimeSettingNames lists the names for the error of an unknown field.
@@ -144,8 +244,11 @@ const maxTiming = 30 * 24 * time.Hour
 // is off for session_max and arrive_ttl and "lose the place at queue_ttl" for
 // away_ttl; the others need a value.
 func CheckTiming(name string, d time.Duration) error {
+	off := name == "away_ttl" || name == "session_max" || name == "arrive_ttl" // 0 is off
 	switch {
-	case d < 0 || d == 0 && name != "away_ttl" && name != "session_max" && name != "arrive_ttl":
+	case d < 0 && off:
+		return fmt.Errorf("%s must be 0 (off) or a positive duration, got %v", name, d)
+	case d < 0 || d == 0 && !off:
 		return fmt.Errorf("%s must be greater than 0, got %v", name, d)
 	case d > maxTiming:
 		return fmt.Errorf("%s must be at most %v, got %v", name, maxTiming, d)
@@ -183,9 +286,16 @@ var timingFloors = map[string]time.Duration{"session_ttl": MinSessionTTL, "queue
 
 // timing defines a duration setting: a duration string sets it, null restores the
 // configured value; session_max also takes "off".
-func timing(name string, field func(*Overrides) **Period, value func(*Settings) *time.Duration) runtimeSetting {
+func timing(name string, field func(*Overrides) **Period, value func(*Runtime) *time.Duration) runtimeSetting {
 	return runtimeSetting{
-		name: name,
+		name:  name,
+		check: func(r *Runtime) error { return CheckTiming(name, *value(r)) },
+		show: func(r *Runtime) any {
+			if d := *value(r); d == 0 && name == "session_max" {
+				return "" // off
+			}
+			return value(r).String()
+		},
 		patch: func(rm *Room, o *Overrides, raw json.RawMessage) error {
 			f := field(o)
 			if string(raw) == "null" {
@@ -217,7 +327,7 @@ func timing(name string, field func(*Overrides) **Period, value func(*Settings) 
 		},
 		apply: func(s *Settings, o *Overrides) {
 			if p := *field(o); p != nil {
-				*value(s) = time.Duration(*p)
+				*value(&s.Runtime) = time.Duration(*p)
 			}
 		},
 	}

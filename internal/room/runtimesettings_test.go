@@ -117,11 +117,11 @@ func TestTimingsHaveOneMessage(t *testing.T) {
 		{"queue_ttl", time.Nanosecond, "queue_ttl must be at least 5s, got 1ns"},
 		{"session_ttl", 0, "session_ttl must be greater than 0, got 0s"},
 		{"session_max", 9 * time.Second, "session_max must be at least 10s, got 9s"},
-		{"away_ttl", -time.Second, "away_ttl must be greater than 0, got -1s"},
+		{"away_ttl", -time.Second, "away_ttl must be 0 (off) or a positive duration, got -1s"},
 		{"queue_ttl", 1000 * 24 * time.Hour, "queue_ttl must be at most 720h0m0s, got 24000h0m0s"},
 		{"session_max", 31 * 24 * time.Hour, "session_max must be at most 720h0m0s"},
 		{"arrive_ttl", 4 * time.Second, "arrive_ttl must be at least 5s, got 4s"},
-		{"arrive_ttl", -time.Second, "arrive_ttl must be greater than 0, got -1s"},
+		{"arrive_ttl", -time.Second, "arrive_ttl must be 0 (off) or a positive duration, got -1s"},
 		{"arrive_ttl", 1000 * 24 * time.Hour, "arrive_ttl must be at most 720h0m0s"},
 	} {
 		err := CheckTiming(tc.name, tc.d)

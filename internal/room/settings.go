@@ -13,22 +13,13 @@ import (
 // each tick's read of the overrides, after each PATCH, and when an event's phase
 // changes, and every request reads the current one with one atomic load.
 type Settings struct {
-	Capacity int
-	Rate     Rate // zero: no rate limit
-	Mode     string
+	// Runtime are the runtime settings in force: the configuration's, an event's
+	// capacity, rate and mode, then the overrides.
+	Runtime
 	// Event is the event in progress or in its pre-queue; Prequeue says it has not
 	// started (everyone queues).
 	Event    *Event
 	Prequeue bool
-
-	SessionTTL, QueueTTL, AwayTTL time.Duration
-	SessionMax                    time.Duration // 0: off
-	ArriveTTL                     time.Duration // 0: off (arrive.go)
-	Message                       string
-	ProofOfWork                   int
-	// Adapt are the adaptive capacity's targets; nil while it is off. While it is on,
-	// Capacity is the one it chose.
-	Adapt *capacity.Targets
 
 	// Overrides are what the admin API changed, which these settings include.
 	Overrides Overrides
@@ -40,14 +31,7 @@ type Settings struct {
 
 // settingsAt makes the settings of cfg under the overrides o at now.
 func settingsAt(cfg *Config, o Overrides, now time.Time) *Settings {
-	s := &Settings{
-		Capacity: cfg.Capacity, Rate: cfg.Rate, Mode: cfg.Mode,
-		SessionTTL: cfg.SessionTTL, QueueTTL: cfg.QueueTTL, AwayTTL: cfg.AwayTTL, SessionMax: cfg.SessionMax,
-		Message: cfg.Message, ProofOfWork: cfg.ProofOfWork,
-		Adapt:     cfg.Adapt,
-		ArriveTTL: cfg.ArriveTTL,
-		Overrides: o,
-	}
+	s := &Settings{Runtime: cfg.Runtime, Overrides: o}
 	if s.Mode == "" {
 		s.Mode = queue.ModeFIFO
 	}
