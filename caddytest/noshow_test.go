@@ -114,7 +114,7 @@ func TestNoShowGivesTheSlotBack(t *testing.T) {
 			for body, want := range map[string]string{
 				`{"arrive_ttl":"banana"}`: `arrive_ttl: bad duration \"banana\"`,
 				`{"arrive_ttl":"2s"}`:     "arrive_ttl must be at least 5s, got 2s",
-				`{"arrive_ttl":"-1s"}`:    "arrive_ttl must be greater than 0, got -1s",
+				`{"arrive_ttl":"-1s"}`:    "arrive_ttl must be 0 (off) or a positive duration, got -1s",
 			} {
 				if code, got := adminAt(t, b.admin, http.MethodPatch, "/waiting_room/"+room, body); code != http.StatusBadRequest || !strings.Contains(got, want) {
 					t.Errorf("PATCH %s: %d %s, want 400 saying %q", body, code, short(got), want)
