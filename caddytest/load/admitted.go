@@ -47,18 +47,7 @@ func runAdmitted(ctx context.Context, r *rig, o options) ([]row, error) {
 	if o.quick {
 		rounds, length = 2, time.Second
 	}
-	var lists [][]row
-	for _, t := range o.transports() {
-		rows, err := measureAdmitted(ctx, r, t, rounds, length)
-		if t.secure {
-			rows = labelRows(rows, t.label())
-		}
-		lists = append(lists, rows)
-		if err != nil {
-			return pairRows(lists...), err
-		}
-	}
-	return pairRows(lists...), nil
+	return overTransports(o, func(t transport) ([]row, error) { return measureAdmitted(ctx, r, t, rounds, length) })
 }
 
 func measureAdmitted(ctx context.Context, r *rig, t transport, rounds int, length time.Duration) ([]row, error) {

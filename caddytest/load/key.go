@@ -63,18 +63,11 @@ func runKey(ctx context.Context, r *rig, o options) ([]row, error) {
 		{name: "memory", config: "store memory", newGoal: 0.85},
 		{name: "Redis", config: "store redis redis://" + redis.addr, newGoal: 0.50, redis: redis},
 	} {
-		var lists [][]row
-		for _, t := range o.transports() {
-			got, err := measureKey(ctx, r, o, st, t, script)
-			if t.secure {
-				got = labelRows(got, t.label())
-			}
-			lists = append(lists, got)
-			if err != nil {
-				return append(rows, pairRows(lists...)...), err
-			}
+		got, err := overTransports(o, func(t transport) ([]row, error) { return measureKey(ctx, r, o, st, t, script) })
+		rows = append(rows, got...)
+		if err != nil {
+			return rows, err
 		}
-		rows = append(rows, pairRows(lists...)...)
 	}
 	return rows, nil
 }

@@ -208,6 +208,24 @@ func pairRows(lists ...[]row) []row {
 	}
 }
 
+// overTransports runs measure over each transport the options ask for (plain HTTP,
+// then TLS) and pairs its rows, the TLS ones labelled; an error ends the runs with the
+// rows measured so far.
+func overTransports(o options, measure func(t transport) ([]row, error)) ([]row, error) {
+	var lists [][]row
+	for _, t := range o.transports() {
+		rows, err := measure(t)
+		if t.secure {
+			rows = labelRows(rows, t.label())
+		}
+		lists = append(lists, rows)
+		if err != nil {
+			return pairRows(lists...), err
+		}
+	}
+	return pairRows(lists...), nil
+}
+
 // labelRows marks rows as measured over another transport: "TLS: " before each figure,
 // after its indent.
 func labelRows(rows []row, label string) []row {
