@@ -50,6 +50,13 @@ type savedVisitor struct {
 	at, adAt int64
 }
 
+// savedArrival is an expected arrival as a save copies it: the visitor and when it
+// was admitted.
+type savedArrival struct {
+	id VisitorID
+	at int64
+}
+
 // AppendState appends the store's state as of now, for the room named room, to dst.
 // It holds the store's lock only to copy the state out (48 bytes a visitor, into the
 // copy the last save made); the encoding is done after.
@@ -75,10 +82,10 @@ func (s *MemoryStore) AppendState(dst []byte, room string, now time.Time) []byte
 	for v := s.byAdmission.front; v != nil; v = v.admission.next {
 		vs = append(vs, saveVisitor(v))
 	}
-	var exp []expected
+	var exp []savedArrival
 	for _, e := range s.expected {
 		if v := e.v; v.due && v.state == Admitted && v.admission.at == e.at && s.visitors[v.id] == v {
-			exp = append(exp, expected{v: &memVisitor{id: v.id}, at: e.at})
+			exp = append(exp, savedArrival{id: v.id, at: e.at})
 		}
 	}
 	var moved []movedMark
@@ -121,7 +128,7 @@ func (s *MemoryStore) AppendState(dst []byte, room string, now time.Time) []byte
 	}
 	w.uint(uint64(len(exp)))
 	for _, e := range exp {
-		w.id(e.v.id)
+		w.id(e.id)
 		w.int(e.at)
 	}
 	w.uint(uint64(len(recent)))
