@@ -9,5 +9,6 @@ package caddywaitingroom
 import (
 	_ "github.com/caddy-waitingroom/caddy-waitingroom/admin"
 	_ "github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
+	_ "github.com/caddy-waitingroom/caddy-waitingroom/waitingroom/memorystore"
 	_ "github.com/caddy-waitingroom/caddy-waitingroom/waitingroom/redisstore"
 )

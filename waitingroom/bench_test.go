@@ -1,10 +1,11 @@
 package waitingroom
 
 import (
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )

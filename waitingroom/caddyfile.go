@@ -2,8 +2,6 @@ package waitingroom
 
 import (
 	"fmt"
-	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,9 +12,10 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
@@ -148,45 +147,45 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "rate":
 			h.Rate, err = parseRate(d)
 		case "mode":
-			h.Mode, err = parseMode(d)
+			h.Mode, err = checkedArg(d, settings.CheckMode)
 		case "event":
 			err = h.parseEvent(d)
 		case "session_ttl":
-			h.SessionTTL, err = timing(d, sub)
+			h.SessionTTL, err = timing(d, sub, false)
 		case "session_max":
-			h.SessionMax, err = timing(d, sub)
+			h.SessionMax, err = timing(d, sub, false)
 		case "queue_ttl":
-			h.QueueTTL, err = timing(d, sub)
+			h.QueueTTL, err = timing(d, sub, false)
 		case "away_ttl":
 			var away caddy.Duration
-			away, err = durationOrZero(d, sub)
+			away, err = timing(d, sub, true)
 			h.AwayTTL = &away
 			awayAt = *d // checked against queue_ttl, which may come after
 		case "arrive_ttl":
-			checkArrive, err = h.parseArriveTTL(d) // arrive.go
+			checkArrive, err = h.parseArriveTTL(d)
 		case "status_code":
 			h.StatusCode, err = statusCode(d, sub)
 		case "reject_status_code":
 			h.RejectStatusCode, err = statusCode(d, sub)
 		case "fail":
-			h.Fail, err = oneArg(d)
-			if err == nil {
-				err = lineErr(d, checkFail(h.Fail))
-			}
+			h.Fail, err = checkedArg(d, checkFail)
 		case "secret":
 			args := d.RemainingArgs()
 			if len(args) == 0 {
 				return d.ArgErr()
 			}
-			if err := checkSecrets(d, args); err != nil {
-				return err
+			// Adapted where Caddy runs (caddy run, caddy validate), so {env.*} reads
+			// the environment the room will sign with; Provision checks again for
+			// JSON configs.
+			if _, err := expandSecrets(args); err != nil {
+				return d.Err(err.Error())
 			}
 			h.Secret, h.PreviousSecrets = args[0], args[1:]
 		case "template":
-			h.Template, err = oneArg(d)
-			if err == nil {
-				err = checkTemplate(d, h.Template)
-			}
+			h.Template, err = checkedArg(d, func(path string) error {
+				_, _, err := page.NewWriter(path, nil) // a missing or broken file, on its line
+				return err
+			})
 		case "max_joins_per_ip":
 			err = h.parseMaxJoins(d)
 		case "max_connections_per_ip":
@@ -195,21 +194,13 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.PerIP.MaxConnections, err = positiveInt(d, sub)
 		case "lang":
-			h.Lang, err = oneArg(d)
-			if err == nil {
-				err = lineErr(d, checkLang(h.Lang))
-			}
+			h.Lang, err = checkedArg(d, page.CheckLang)
 		case "message":
-			h.Message, err = oneArg(d)
-			if err == nil {
-				if why := room.CheckMessage(h.Message); why != nil {
-					err = d.Err(why.Error())
-				}
-			}
+			h.Message, err = checkedArg(d, settings.CheckMessage)
 		case "proof_of_work":
 			h.ProofOfWork, err = parseProofOfWork(d)
 		case "key":
-			h.Key, err = parseKey(d) // key.go
+			h.Key, err = checkedArg(d, room.CheckKey)
 		case "adapt":
 			adaptAt = where(d)
 			h.Adapt, err = parseAdapt(d)
@@ -234,7 +225,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return missingCapacity
 	}
 	if a := h.AwayTTL; a != nil {
-		if err := room.CheckTimings(h.queueTTL(), time.Duration(*a)); err != nil {
+		if err := settings.CheckTimings(h.queueTTL(), time.Duration(*a)); err != nil {
 			return awayAt.Err(err.Error())
 		}
 	}
@@ -266,7 +257,7 @@ func (h *Handler) parseMaxJoins(d *caddyfile.Dispenser) error {
 		if err != nil || window <= 0 {
 			return d.Errf("bad window %q: want a positive duration such as 1m", args[1])
 		}
-		if err := room.AtLeast("join_window", window, room.MinWindow); err != nil {
+		if err := settings.AtLeast("join_window", window, settings.MinWindow); err != nil {
 			return d.Err(err.Error())
 		}
 		h.PerIP.JoinWindow = caddy.Duration(window)
@@ -300,21 +291,19 @@ func parseRate(d *caddyfile.Dispenser) (*Rate, error) {
 	if err != nil || per <= 0 {
 		return nil, d.Errf("bad rate window %q: want a positive duration such as 1s or 1m", args[1])
 	}
-	if err := room.AtLeast("rate window", per, room.MinWindow); err != nil {
+	if err := settings.AtLeast("rate window", per, settings.MinWindow); err != nil {
 		return nil, d.Err(err.Error())
 	}
 	return &Rate{Count: n, Per: caddy.Duration(per)}, nil
 }
 
-func parseMode(d *caddyfile.Dispenser) (string, error) {
-	m, err := oneArg(d)
+// checkedArg reads one argument that check accepts; its refusal is told on the line.
+func checkedArg(d *caddyfile.Dispenser, check func(string) error) (string, error) {
+	v, err := oneArg(d)
 	if err != nil {
 		return "", err
 	}
-	if err := queue.CheckMode(m); err != nil {
-		return "", d.Err(err.Error())
-	}
-	return m, nil
+	return v, lineErr(d, check(v))
 }
 
 // parseEvent reads `event <start> <end> { ... }` and checks it against the events
@@ -354,7 +343,7 @@ func (h *Handler) parseEvent(d *caddyfile.Dispenser) error {
 		case "rate":
 			ev.Rate, err = parseRate(d)
 		case "mode":
-			ev.Mode, err = parseMode(d)
+			ev.Mode, err = checkedArg(d, settings.CheckMode)
 		default:
 			return d.Errf("unrecognized event option %q", sub)
 		}
@@ -363,7 +352,7 @@ func (h *Handler) parseEvent(d *caddyfile.Dispenser) error {
 		}
 	}
 	h.Events = append(h.Events, ev)
-	if err := checkEvents(h.Events); err != nil {
+	if err := settings.CheckEvents(engineEvents(h.Events)); err != nil {
 		return d.Err(err.Error())
 	}
 	return nil
@@ -447,19 +436,6 @@ func positiveInt(d *caddyfile.Dispenser, what string) (int, error) {
 	return n, nil
 }
 
-// timing reads the timing name's duration, which must be positive and one the room
-// can keep (room.CheckTiming); the error names the setting.
-func timing(d *caddyfile.Dispenser, name string) (caddy.Duration, error) {
-	v, err := positiveDuration(d, name)
-	if err != nil {
-		return 0, err
-	}
-	if err := room.CheckTiming(name, time.Duration(v)); err != nil {
-		return 0, d.Err(err.Error())
-	}
-	return v, nil
-}
-
 // positiveDuration reads the setting name's duration, which must be positive.
 func positiveDuration(d *caddyfile.Dispenser, name string) (caddy.Duration, error) {
 	s, err := oneArg(d)
@@ -473,63 +449,8 @@ func positiveDuration(d *caddyfile.Dispenser, name string) (caddy.Duration, erro
 	return caddy.Duration(v), nil
 }
 
-// durationOrZero reads a duration that may be 0 (off).
-func durationOrZero(d *caddyfile.Dispenser, name string) (caddy.Duration, error) {
-	s, err := oneArg(d)
-	if err != nil {
-		return 0, err
-	}
-	v, err := caddy.ParseDuration(s)
-	if err != nil || v < 0 {
-		return 0, d.Errf("%s: bad duration %q: want 0 or a positive duration such as 10m", name, s)
-	}
-	if err := room.CheckTiming(name, v); err != nil {
-		return 0, d.Err(err.Error())
-	}
-	return caddy.Duration(v), nil
-}
-
 // where is the current token's place, as errors give it ("Caddyfile:12").
 func where(d *caddyfile.Dispenser) string { return fmt.Sprintf("%s:%d", d.File(), d.Line()) }
-
-// checkSecrets refuses, with the line, a secret or previous secret that is empty or
-// too short once its placeholders are expanded. The Caddyfile is adapted where Caddy
-// runs (caddy run, caddy validate), so {env.*} reads the environment the room will
-// sign with; Provision checks again for JSON configs.
-func checkSecrets(d *caddyfile.Dispenser, secrets []string) error {
-	repl := caddy.NewReplacer()
-	for i, s := range secrets {
-		if err := room.CheckSecret(secretRole(i), s, repl.ReplaceKnown(s, "")); err != nil {
-			return d.Err(err.Error())
-		}
-	}
-	return nil
-}
-
-// checkTemplate reads and parses the template where the Caddyfile names it, so a
-// missing or broken file is reported with its line, not only at provision.
-func checkTemplate(d *caddyfile.Dispenser, path string) error {
-	text, err := os.ReadFile(path)
-	if err != nil {
-		return d.Errf("template: reading: %v", err)
-	}
-	if _, err := page.NewPage(path, string(text)); err != nil {
-		return d.Errf("template: parsing: %v", err)
-	}
-	return nil
-}
-
-func statusCode(d *caddyfile.Dispenser, what string) (int, error) {
-	s, err := oneArg(d)
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || !slices.Contains(statusCodes, n) {
-		return 0, d.Errf("%s must be one of 200, 202, 429 or 503, got %q", what, s)
-	}
-	return n, nil
-}
 
 // onOff reads an optional on/off argument; the bare option means on.
 func onOff(d *caddyfile.Dispenser) (*bool, error) {
@@ -555,4 +476,132 @@ func lineErr(d *caddyfile.Dispenser, err error) error {
 		return nil
 	}
 	return d.Err(err.Error())
+}
+
+// parseProofOfWork reads `proof_of_work <bits>`.
+func parseProofOfWork(d *caddyfile.Dispenser) (int, error) {
+	s, err := oneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, d.Errf("proof_of_work must be a whole number of bits from 0 (off) to %d, got %q", token.MaxDifficulty, s)
+	}
+	if err := settings.CheckProofOfWork(n); err != nil {
+		return 0, d.Err(err.Error())
+	}
+	return n, nil
+}
+
+// parseArriveTTL reads `arrive_ttl <duration>|0` into h, and returns the check of
+// arrive_ttl against queue_ttl, to be made at the end of the block (queue_ttl may come
+// after it) with the error on arrive_ttl's line.
+func (h *Handler) parseArriveTTL(d *caddyfile.Dispenser) (check func() error, err error) {
+	v, err := timing(d, "arrive_ttl", true)
+	if err != nil {
+		return nil, err
+	}
+	h.ArriveTTL = &v
+	at := *d // the dispenser where it stands: the error's line
+	return func() error {
+		if err := settings.CheckArrive(h.queueTTL(), time.Duration(v)); err != nil {
+			return at.Err(err.Error())
+		}
+		return nil
+	}, nil
+}
+
+// parseAdapt reads the adapt block. Each option's error carries its line; what
+// holds only with the room's capacity, which may come after the block, is checked by
+// checkAdapt.
+//
+//	adapt {
+//		latency <duration>
+//		errors  <percent>
+//		min     <n>
+//		max     <n>
+//	}
+func parseAdapt(d *caddyfile.Dispenser) (*Adapt, error) {
+	if d.NextArg() {
+		return nil, d.Errf("adapt takes a block, not %q: adapt { latency 800ms }", d.Val())
+	}
+	a := new(Adapt)
+	block := d.Nesting()
+	seen := map[string]bool{}
+	for d.NextBlock(block) {
+		sub := d.Val()
+		if seen[sub] {
+			return nil, d.Errf("duplicate adapt option %q", sub)
+		}
+		seen[sub] = true
+		var err error
+		switch sub {
+		case "latency":
+			a.Latency, err = positiveDuration(d, "adapt latency")
+			if err == nil && time.Duration(a.Latency) > 30*24*time.Hour {
+				err = d.Errf("adapt latency must be at most 720h, got %v", time.Duration(a.Latency))
+			}
+		case "errors":
+			a.Errors, err = oneArg(d)
+			if err == nil {
+				var share float64
+				if share, err = capacity.ParseShare(a.Errors); err != nil {
+					err = d.Errf("adapt errors: %v", err)
+				} else if share < 0 || share > 1 {
+					err = d.Errf("adapt errors must be a percentage from 0%% to 100%%, got %s", a.Errors)
+				}
+			}
+		case "min":
+			a.Min, err = positiveInt(d, "adapt min")
+		case "max":
+			a.Max, err = positiveInt(d, "adapt max")
+		default:
+			return nil, d.Errf("unrecognized adapt option %q (the options are latency, errors, min and max)", sub)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if a.Latency == 0 {
+		return nil, d.Err("adapt needs a latency target (add `latency <duration>`, such as latency 800ms, to the block)")
+	}
+	return a, nil
+}
+
+// checkAdapt checks the adapt block against the room's capacity, which the block may
+// come before; the error points at the block's line, at, as the parser's errors do.
+func checkAdapt(a *Adapt, capacity int, at string) error {
+	if _, err := a.engine(capacity); err != nil {
+		return fmt.Errorf("%w, at %s", err, at)
+	}
+	return nil
+}
+
+// statusCode reads the status what names (page.ParseStatus).
+func statusCode(d *caddyfile.Dispenser, what string) (int, error) {
+	s, err := oneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	n, err := page.ParseStatus(what, s)
+	return n, lineErr(d, err)
+}
+
+// timing reads the timing name's duration, one the room can keep
+// (settings.CheckTiming); off says the Caddyfile writes 0 for off.
+func timing(d *caddyfile.Dispenser, name string, off bool) (caddy.Duration, error) {
+	s, err := oneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	v, err := caddy.ParseDuration(s)
+	if err != nil || v < 0 || v == 0 && !off {
+		want := "a positive duration such as 30s or 5m"
+		if off {
+			want = "0 or a positive duration such as 10m"
+		}
+		return 0, d.Errf("%s: bad duration %q: want %s", name, s, want)
+	}
+	return caddy.Duration(v), lineErr(d, settings.CheckTiming(name, v))
 }

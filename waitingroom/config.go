@@ -1,13 +1,12 @@
 package waitingroom
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
-
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
+	"github.com/caddyserver/caddy/v2"
 )
 
 // Rate is an admission rate limit: at most Count admissions in any window of Per.
@@ -24,10 +23,10 @@ type Rate struct {
 // nanoseconds in adapted configs.
 func (r Rate) MarshalJSON() ([]byte, error) { return r.engine().MarshalJSON() }
 
-func (r *Rate) validate() error { return room.CheckRate(r.engine()) }
-
 // engine is the rate as the room takes it.
-func (r *Rate) engine() room.Rate { return room.Rate{Count: r.Count, Per: time.Duration(r.Per)} }
+func (r *Rate) engine() settings.Rate {
+	return settings.Rate{Count: r.Count, Per: time.Duration(r.Per)}
+}
 
 // Event is a scheduled opening (a sale, a ticket release). From Start-Prequeue until
 // Start everyone arriving is queued and told how long until the start; from Start until
@@ -48,35 +47,9 @@ type Event struct {
 	Mode     string `json:"mode,omitempty"`
 }
 
-func (e *Event) validate() error {
-	if e.Start.IsZero() || e.End.IsZero() {
-		return errors.New("an event needs a start and an end")
-	}
-	if !e.End.After(e.Start) {
-		return fmt.Errorf("event end %s is not after its start %s", e.End.Format(time.RFC3339), e.Start.Format(time.RFC3339))
-	}
-	if e.Prequeue < 0 {
-		return fmt.Errorf("event prequeue must not be negative, got %v", time.Duration(e.Prequeue))
-	}
-	if e.Capacity < 0 {
-		return fmt.Errorf("event capacity must not be negative, got %d", e.Capacity)
-	}
-	if e.Rate != nil {
-		if err := e.Rate.validate(); err != nil {
-			return fmt.Errorf("event %w", err)
-		}
-	}
-	if e.Mode != "" {
-		if err := room.CheckMode(e.Mode); err != nil {
-			return fmt.Errorf("event %w", err)
-		}
-	}
-	return nil
-}
-
 // engine is the event as the room takes it.
-func (e *Event) engine() room.Event {
-	ev := room.Event{Start: e.Start, End: e.End, Prequeue: time.Duration(e.Prequeue), Shuffle: e.Shuffle,
+func (e *Event) engine() settings.Event {
+	ev := settings.Event{Start: e.Start, End: e.End, Prequeue: time.Duration(e.Prequeue), Shuffle: e.Shuffle,
 		Capacity: e.Capacity, Mode: e.Mode}
 	if e.Rate != nil {
 		r := e.Rate.engine()
@@ -85,23 +58,62 @@ func (e *Event) engine() room.Event {
 	return ev
 }
 
-// opens is when the event's queue opens: Start, or the pre-queue's start.
-func (e *Event) opens() time.Time { return e.Start.Add(-time.Duration(e.Prequeue)) }
+// PerIP are optional caps per client address, against floods from one machine. They
+// are per instance (a fleet of n instances allows up to n times as much), kept in
+// memory, and off by default: many real visitors can share one address behind a
+// carrier-grade NAT, an office or a campus, so set them generously. Behind a proxy
+// they count the address Caddy determined: set the server's trusted_proxies_strict
+// too, or a client that forges the leftmost X-Forwarded-For is a new address on
+// every request.
+type PerIP struct {
+	// MaxJoins is how many new visitors one address may start per JoinWindow. Over it,
+	// the answer is 429 with Retry-After, and nothing is stored or counted. 0: no cap.
+	MaxJoins int `json:"max_joins,omitempty"`
 
-// checkEvents validates each event and that none overlaps another, pre-queue included.
-func checkEvents(events []Event) error {
-	for i := range events {
-		if err := events[i].validate(); err != nil {
-			return fmt.Errorf("event %d: %w", i+1, err)
-		}
-		for j := range i {
-			if overlap(&events[i], &events[j]) {
-				return fmt.Errorf("event %d (%s) overlaps event %d (%s): events and their pre-queues must not overlap",
-					i+1, events[i].Start.Format(time.RFC3339), j+1, events[j].Start.Format(time.RFC3339))
-			}
-		}
-	}
-	return nil
+	// JoinWindow is the window of MaxJoins, at least 1s. Default: 1m.
+	JoinWindow caddy.Duration `json:"join_window,omitempty"`
+
+	// MaxConnections is how many waiting-page WebSockets one address may hold open at
+	// once. Over it, the upgrade is refused with 429 and the page falls back to
+	// polling. 0: no cap.
+	MaxConnections int `json:"max_connections,omitempty"`
 }
 
-func overlap(a, b *Event) bool { return a.opens().Before(b.End) && b.opens().Before(a.End) }
+// engine is the caps as the room takes them.
+func (p *PerIP) engine() room.PerIP {
+	return room.PerIP{MaxJoins: p.MaxJoins, JoinWindow: time.Duration(p.JoinWindow), MaxConnections: p.MaxConnections}
+}
+
+// Adapt turns on the adaptive capacity: the room measures, for every request it lets
+// through, the shop's time to first byte (from when the shop had the whole request)
+// and whether it failed, and sets its capacity to keep both under their targets,
+// reading at most 8 of each visitor's requests a control period, so that one client
+// weighs as one visitor. What Caddy or the client did (a body that could not be read,
+// a client gone) is not counted. The configured capacity is where it starts. See
+// docs/adaptive-capacity.md.
+type Adapt struct {
+	// Latency is the target for the 90th percentile of the shop's time to first
+	// byte, such as "800ms". Required.
+	Latency caddy.Duration `json:"latency,omitempty"`
+	// Errors is the target for the share of admitted requests that failed (a 5xx,
+	// or an error from the next handler), as a percentage such as "2%". Default: 5%.
+	Errors string `json:"errors,omitempty"`
+	// Min and Max bound the capacity it sets. Defaults: 1, and 10 × capacity.
+	Min int `json:"min,omitempty"`
+	Max int `json:"max,omitempty"`
+}
+
+// engine is adapt as the room takes it, for a room of that capacity, defaults filled
+// in and checked.
+func (a *Adapt) engine(roomCapacity int) (*capacity.Targets, error) {
+	return capacity.Configured(time.Duration(a.Latency), a.Errors, a.Min, a.Max, roomCapacity)
+}
+
+// engineEvents are the events as the room takes them.
+func engineEvents(events []Event) []settings.Event {
+	out := make([]settings.Event, len(events))
+	for i := range events {
+		out[i] = events[i].engine()
+	}
+	return out
+}

@@ -6,19 +6,17 @@
 // decision into the response. What is where:
 //
 //   - waitingroom.go: the Handler (its JSON fields are the manual on caddyserver.com),
-//     Provision, Validate and Cleanup; config.go the rate and event types.
+//     Provision, Validate and Cleanup; config.go the rate, event, per-address and
+//     adapt types.
 //   - caddyfile.go: the Caddyfile's waiting_room directive.
 //   - serve.go: ServeHTTP as translation (the request's facts, the room's decision,
-//     the answer) and the watcher of an upstream's revoke command.
-//   - respond.go: the waiting page, JSON and the challenge page; redirect.go keeps
-//     every redirect on the site; sharedcache.go keeps an answer that carries the
-//     room's cookie out of shared caches; encoding.go picks gzip as Caddy does.
-//   - pass.go, proof.go, address.go: what a request carries that never goes upstream
-//     (a pass, a proof of work) and how it is taken out of the address.
-//   - crossorigin.go: CORS preflights, which are nobody's visit; perip.go the
-//     per-address caps' configuration, the client's address and the 429 answer.
+//     the answer) and the watcher of what the shop answers an admitted visitor (its
+//     revoke command, its time to first byte).
+//   - respond.go: the answers, written by internal/page, with what only Caddy knows of
+//     the request (its original address, its scheme behind a trusted proxy, the
+//     encodings it takes), and the 429s that handle_errors can restyle.
 //   - placeholders.go: {http.waiting_room.*}; metrics.go: the Prometheus metrics.
 //   - registry.go: the running rooms of this process, for the admin API (admin/).
-//   - store.go, memory_module.go: the store modules' interface and the embedded
-//     memory store (the Redis one is in redisstore/).
+//   - store.go: the store modules' interface; the memory store is memorystore/, the
+//     Redis one redisstore/.
 package waitingroom

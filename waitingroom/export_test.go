@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom/memorystore"
 )
 
 // Hooks for the external tests in this directory (package waitingroom_test), which may
@@ -27,4 +28,4 @@ func StoreOf(h *Handler) queue.Store { return h.store }
 // The package's tests keep the memory store in memory, as each test's rooms would
 // otherwise restore the last test's state from Caddy's data directory; the tests of
 // the state file set a directory of their own.
-func init() { stateDir = func() string { return "" } }
+func init() { memorystore.Dir = func() string { return "" } }

@@ -30,7 +30,7 @@ func TestDurationFloors(t *testing.T) {
 		{"session_ttl 1ms", "session_ttl 1ms", `"session_ttl":"1ms"`, `{"session_ttl":"1ms"}`, "session_ttl must be at least 10s, got 1ms"},
 		{"session_max 9s", "session_max 9s", `"session_max":"9s"`, `{"session_max":"9s"}`, "session_max must be at least 10s, got 9s"},
 		{"rate window 1ns", "rate 5 1ns", `"rate":{"count":5,"per":"1ns"}`, `{"rate":{"count":5,"per":"1ns"}}`, "rate window must be at least 1s, got 1ns"},
-		// A month is the most a timing takes (room.CheckTiming): the Caddyfile held
+		// A month is the most a timing takes (settings.CheckTiming): the Caddyfile held
 		// only the admin API to it.
 		{"queue_ttl 1000d", "queue_ttl 1000d", `"queue_ttl":"1000d"`, `{"queue_ttl":"1000d"}`, "queue_ttl must be at most 720h0m0s, got 24000h0m0s"},
 		{"session_ttl 1000d", "session_ttl 1000d", `"session_ttl":"1000d"`, `{"session_ttl":"1000d"}`, "session_ttl must be at most 720h0m0s"},
@@ -164,8 +164,8 @@ func TestCaddyfileTemplateChecked(t *testing.T) {
 	broken := dir + "/broken.html"
 	writeFile(t, broken, "{{ .Nope")
 	for _, tc := range []struct{ path, wantErr string }{
-		{dir + "/missing.html", "template: reading"},
-		{broken, "template: parsing"},
+		{dir + "/missing.html", "reading template"},
+		{broken, "parsing template " + broken},
 	} {
 		input := "waiting_room {\n name a\n capacity 1\n template " + tc.path + "\n}"
 		var h Handler

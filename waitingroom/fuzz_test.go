@@ -5,12 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
 // How a link reaches the room, as the browser or a client says it: from another
@@ -36,7 +38,7 @@ var (
 // openLink opens a hand-off link with the cookie and headers given, as a JSON client.
 func (tr *testRoom) openLink(code, cookie string, headers []string) (*httptest.ResponseRecorder, string, *http.Request) {
 	tr.t.Helper()
-	return tr.requestWith("http://shop.example/tickets?a=1&"+handoffParam+"="+url.QueryEscape(code), cookie,
+	return tr.requestWith("http://shop.example/tickets?a=1&"+token.HandoffParam+"="+url.QueryEscape(code), cookie,
 		append([]string{"Accept", "application/json"}, headers...)...)
 }
 
@@ -83,13 +85,13 @@ func TestHandoffFromAnotherSiteKeepsASession(t *testing.T) {
 			admitted, waiters := tr.fill(1)
 			code := codeOf(t, tr.askHandoff(waiters[0]).HandoffURL)
 			w, cookie, seen := tr.openLink(code, admitted, c.headers)
-			if seen == nil || strings.Contains(seen.URL.RawQuery, handoffParam) {
+			if seen == nil || strings.Contains(seen.URL.RawQuery, token.HandoffParam) {
 				t.Fatalf("the admitted device: %d %q, want let in to the upstream without the code", w.Code, w.Body.String())
 			}
 			if tr.tokenOf(cookie).ID != tr.tokenOf(admitted).ID {
 				t.Fatal("the admitted device was given another place")
 			}
-			w, _, seen = tr.requestWith("http://shop.example/tickets?a=1&"+handoffParam+"="+url.QueryEscape(code), admitted,
+			w, _, seen = tr.requestWith("http://shop.example/tickets?a=1&"+token.HandoffParam+"="+url.QueryEscape(code), admitted,
 				append([]string{"Accept", "text/html"}, c.headers...)...)
 			if seen != nil || w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/tickets?a=1" {
 				t.Fatalf("an admitted browser: %d to %q, want sent to /tickets?a=1", w.Code, w.Header().Get("Location"))
@@ -157,7 +159,7 @@ func TestHandoffRefusedPage(t *testing.T) {
 	tr := newRoomWith(t, func(h *Handler) {})
 	_, waiters := tr.fill(2)
 	code := codeOf(t, tr.askHandoff(waiters[0]).HandoffURL)
-	w, _, _ := tr.requestWith("http://shop.example/tickets?"+handoffParam+"="+url.QueryEscape(code), waiters[1],
+	w, _, _ := tr.requestWith("http://shop.example/tickets?"+token.HandoffParam+"="+url.QueryEscape(code), waiters[1],
 		"Accept", "text/html", "Accept-Language", "fr", "Sec-Fetch-Site", "cross-site")
 	if body := w.Body.String(); !strings.Contains(body, `id="wr-handoff-refused"`) || !strings.Contains(body, "autre site") {
 		t.Fatalf("the page (%d) does not say in French that the link came from another site:\n%s", w.Code, body)
@@ -178,7 +180,7 @@ func TestCrossOriginSocketWithAHandoffCodeTakesNothing(t *testing.T) {
 			if own == "a place" {
 				cookie = waiters[1]
 			}
-			w, _, seen := tr.requestWith("http://shop.example/tickets?"+handoffParam+"="+url.QueryEscape(code), cookie,
+			w, _, seen := tr.requestWith("http://shop.example/tickets?"+token.HandoffParam+"="+url.QueryEscape(code), cookie,
 				"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13",
 				"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Protocol", "waiting-room.v1",
 				"Origin", "https://evil.example")

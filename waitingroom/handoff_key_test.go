@@ -20,7 +20,7 @@ import (
 // cookie, through Caddy's replacer, and returns the answer and the room cookie.
 func (tr *testRoom) useCodeAs(code, account, cookie string) (*httptest.ResponseRecorder, string) {
 	tr.t.Helper()
-	w, cookie, _ := tr.visitAsAt("http://shop.example/tickets?"+handoffParam+"="+url.QueryEscape(code), account, cookie)
+	w, cookie, _ := tr.visitAsAt("http://shop.example/tickets?"+token.HandoffParam+"="+url.QueryEscape(code), account, cookie)
 	return w, cookie
 }
 
@@ -74,7 +74,7 @@ func TestKioskCookieRenewedBySocket(t *testing.T) {
 	r, _ := http.NewRequest(http.MethodGet, srv.URL+"/tickets", nil)
 	r.Header.Set("Accept", "application/json")
 	r.Header.Set(accountHeader, "alice")
-	r.Header.Set(handoffHeader, "new")
+	r.Header.Set(token.HandoffHeader, "new")
 	r.Header.Set("Cookie", tr.h.Cookie.Name+"="+laptop)
 	resp, err := srv.Client().Do(r)
 	if err != nil {

@@ -9,13 +9,14 @@ import (
 	"testing"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
 // askHandoffAt asks for a code for cookie's place at target, as a JSON client does,
 // and returns the link and the QR code ("" when there is none).
 func (tr *testRoom) askHandoffAt(target, cookie string, headers ...string) (link, qr string) {
 	tr.t.Helper()
-	w, _, seen := tr.requestWith(target, cookie, append([]string{"Accept", "application/json", handoffHeader, "new"}, headers...)...)
+	w, _, seen := tr.requestWith(target, cookie, append([]string{"Accept", "application/json", token.HandoffHeader, "new"}, headers...)...)
 	if seen != nil {
 		tr.t.Fatal("a request for a code went to the upstream")
 	}
@@ -56,7 +57,7 @@ func TestHandoffLinkIsBoundedWhateverTheAddress(t *testing.T) {
 				t.Fatalf("the link drawn is %d bytes, more than %d", len(link), page.MaxQRLink)
 			}
 			u, err := url.Parse(link)
-			if err != nil || u.Path != c.path || !strings.HasPrefix(u.RawQuery, c.wantQuery+handoffParam+"=") {
+			if err != nil || u.Path != c.path || !strings.HasPrefix(u.RawQuery, c.wantQuery+token.HandoffParam+"=") {
 				t.Fatalf("the link is %.120q, want %s with the query %q and the code", link, c.path[:min(len(c.path), 20)], c.wantQuery)
 			}
 			w, moved, _ := tr.useCode(codeOf(t, link), "")

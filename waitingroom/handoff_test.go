@@ -27,7 +27,7 @@ type handoffAnswer struct {
 // askHandoff asks for a code for cookie's place as a JSON client does.
 func (tr *testRoom) askHandoff(cookie string) handoffAnswer {
 	tr.t.Helper()
-	w, _, seen := tr.requestWith("http://shop.example/tickets?a=1", cookie, "Accept", "application/json", handoffHeader, "new")
+	w, _, seen := tr.requestWith("http://shop.example/tickets?a=1", cookie, "Accept", "application/json", token.HandoffHeader, "new")
 	if seen != nil {
 		tr.t.Fatal("a request for a code went to the upstream")
 	}
@@ -45,14 +45,14 @@ func codeOf(t *testing.T, link string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return u.Query().Get(handoffParam)
+	return u.Query().Get(token.HandoffParam)
 }
 
 // useCode opens a hand-off link as a JSON client with the cookie given ("" for a
 // device with none).
 func (tr *testRoom) useCode(code, cookie string) (*httptest.ResponseRecorder, string, *http.Request) {
 	tr.t.Helper()
-	return tr.requestWith("http://shop.example/tickets?a=1&"+handoffParam+"="+url.QueryEscape(code), cookie, "Accept", "application/json")
+	return tr.requestWith("http://shop.example/tickets?a=1&"+token.HandoffParam+"="+url.QueryEscape(code), cookie, "Accept", "application/json")
 }
 
 // Codes that are forged, cut, oversized, of another room, of another secret, expired,
@@ -121,17 +121,17 @@ func TestHandoffAskedCrossSiteIsRefused(t *testing.T) {
 		{"Origin", "https://evil.example", "Sec-Fetch-Site", "same-origin"},
 		{"Referer", "https://evil.example/page"},
 	} {
-		w, _, _ := tr.requestWith("http://shop.example/tickets", waiters[0], append([]string{handoffHeader, "new", "Accept", "application/json"}, hs...)...)
-		if w.Code != http.StatusForbidden || strings.Contains(w.Body.String(), handoffParam) {
+		w, _, _ := tr.requestWith("http://shop.example/tickets", waiters[0], append([]string{token.HandoffHeader, "new", "Accept", "application/json"}, hs...)...)
+		if w.Code != http.StatusForbidden || strings.Contains(w.Body.String(), token.HandoffParam) {
 			t.Fatalf("asked with %v: %d %q, want 403 and no code", hs, w.Code, w.Body.String())
 		}
 	}
 	if tr.waiting() != 1 {
 		t.Fatalf("%d waiting after refused requests, want the one", tr.waiting())
 	}
-	w, _, _ := tr.requestWith("http://shop.example/tickets", waiters[0], handoffHeader, "new", "Accept", "application/json",
+	w, _, _ := tr.requestWith("http://shop.example/tickets", waiters[0], token.HandoffHeader, "new", "Accept", "application/json",
 		"Sec-Fetch-Site", "same-origin", "Origin", "http://shop.example")
-	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), handoffParam) {
+	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), token.HandoffParam) {
 		t.Fatalf("the page's own request: %d %q, want a code", w.Code, w.Body.String())
 	}
 }
@@ -147,7 +147,7 @@ func TestHandoffMovesTheWaitersPlace(t *testing.T) {
 	if a.Status != "queued" || a.Room != tr.h.Name || a.ExpiresSeconds != int(token.HandoffLife/time.Second) {
 		t.Fatalf("the answer to a request for a code: %+v", a)
 	}
-	if !strings.HasPrefix(a.HandoffURL, "http://shop.example/tickets?a=1&"+handoffParam+"=") {
+	if !strings.HasPrefix(a.HandoffURL, "http://shop.example/tickets?a=1&"+token.HandoffParam+"=") {
 		t.Fatalf("the link %q is not the page's own address with the code", a.HandoffURL)
 	}
 	code := codeOf(t, a.HandoffURL)
@@ -206,7 +206,7 @@ func TestHandoffMovesTheSession(t *testing.T) {
 		t.Fatalf("an admitted visitor's code: %+v", a)
 	}
 	w, moved, _ := tr.requestWith(a.HandoffURL, "")
-	if w.Code != http.StatusSeeOther || strings.Contains(w.Header().Get("Location"), handoffParam) {
+	if w.Code != http.StatusSeeOther || strings.Contains(w.Header().Get("Location"), token.HandoffParam) {
 		t.Fatalf("a browser opening the link: %d to %q, want sent to the address without the code", w.Code, w.Header().Get("Location"))
 	}
 	if w, _ := tr.visit(moved, ""); w.Body.String() != "upstream" {
@@ -253,10 +253,10 @@ func TestHandoffCodeNeverReachesTheUpstream(t *testing.T) {
 	if seen == nil {
 		t.Fatalf("a visitor to an empty room was not let in: %d %q", w.Code, w.Body.String())
 	}
-	if seen.URL.RawQuery != "a=1" || strings.Contains(seen.RequestURI, handoffParam) {
+	if seen.URL.RawQuery != "a=1" || strings.Contains(seen.RequestURI, token.HandoffParam) {
 		t.Fatalf("the upstream saw the code: query %q, URI %q", seen.URL.RawQuery, seen.RequestURI)
 	}
-	w, _, seen = tr.requestWith("http://shop.example/tickets?a=1&"+handoffParam+"=bogus", "")
+	w, _, seen = tr.requestWith("http://shop.example/tickets?a=1&"+token.HandoffParam+"=bogus", "")
 	if seen != nil || w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/tickets?a=1" {
 		t.Fatalf("a browser with a code in the address: %d to %q (upstream reached: %v), want sent to /tickets?a=1",
 			w.Code, w.Header().Get("Location"), seen != nil)

@@ -30,9 +30,8 @@ func TestKeyMistakesAreWarnedOnce(t *testing.T) {
 		{"no credentials", "{http.auth.user.id}", http.Header{}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := newTestRoomWith(t, 1, func(h *Handler) { h.Key = tc.key })
 			core, logs := observer.New(zapcore.WarnLevel)
-			tr.h.logger = zap.New(core)
+			tr := newTestRoomWith(t, 1, func(h *Handler) { h.Key, h.logger = tc.key, zap.New(core) })
 			for range 3 {
 				r := httptest.NewRequest(http.MethodGet, "http://shop.example/tickets", nil)
 				r.Header = tc.header.Clone()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
@@ -52,21 +54,38 @@ func (m *measuredRoom) measured() (count, failed float64) {
 	m.t.Helper()
 	m.clock.Advance(capacity.ControlPeriod)
 	Tick(m.h)
-	metrics.ttfb.mu.Lock()
-	c := *metrics.ttfb.rooms[m.h.Name]
-	metrics.ttfb.mu.Unlock()
+	c, _ := m.ttfb()
 	var f dto.Metric
 	if err := metrics.failed.WithLabelValues(m.h.Name).Write(&f); err != nil {
 		m.t.Fatal(err)
 	}
-	return float64(c.count), f.GetCounter().GetValue()
+	return float64(c), f.GetCounter().GetValue()
 }
 
 // sum is the room's ttfb histogram's total time.
 func (m *measuredRoom) sum() time.Duration {
-	metrics.ttfb.mu.Lock()
-	defer metrics.ttfb.mu.Unlock()
-	return metrics.ttfb.rooms[m.h.Name].sum
+	_, sum := m.ttfb()
+	return sum
+}
+
+// ttfb is the room's ttfb histogram's count and total time, as Prometheus collects it.
+func (m *measuredRoom) ttfb() (count uint64, sum time.Duration) {
+	m.t.Helper()
+	ch := make(chan prometheus.Metric, 64)
+	metrics.ttfb.Collect(ch)
+	close(ch)
+	for metric := range ch {
+		var d dto.Metric
+		if err := metric.Write(&d); err != nil {
+			m.t.Fatal(err)
+		}
+		if len(d.GetLabel()) == 1 && d.GetLabel()[0].GetValue() == m.h.Name {
+			h := d.GetHistogram()
+			return h.GetSampleCount(), time.Duration(math.Round(h.GetSampleSum() * 1e9))
+		}
+	}
+	m.t.Fatalf("no ttfb histogram for room %q", m.h.Name)
+	return 0, 0
 }
 
 // drip is a request body that takes the room's clock a step forward for each byte it

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"strings"
 	"testing"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 )
 
 // The message to the line: the configured one shows until the admin API replaces it;
@@ -87,8 +89,8 @@ func TestCheckMessage(t *testing.T) {
 		{"esc \x1b[31m", false},
 		{"\xff", false},
 	} {
-		if err := room.CheckMessage(tc.in); (err == nil) != tc.ok {
-			t.Errorf("room.CheckMessage(%.20q) = %v, want ok %v", tc.in, err, tc.ok)
+		if err := settings.CheckMessage(tc.in); (err == nil) != tc.ok {
+			t.Errorf("settings.CheckMessage(%.20q) = %v, want ok %v", tc.in, err, tc.ok)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 )
 
@@ -15,22 +16,17 @@ import (
 // config's registry (Caddy makes a new one per config load), so values carry across
 // reloads. Their only label is the room. Counters count what this instance did; on a
 // fleet, sum them. Gauges are the room-wide values every instance reads from the shared
-// store; on a fleet, take max.
+// store; on a fleet, take max. docs/metrics.md is the table.
 var metrics struct {
-	once      sync.Once
-	active    *prometheus.GaugeVec
-	waiting   *prometheus.GaugeVec
-	away      *prometheus.GaugeVec
-	capacity  *prometheus.GaugeVec
-	admitted  *prometheus.CounterVec
-	queued    *prometheus.CounterVec
-	abandoned *prometheus.CounterVec
-	wait      *prometheus.HistogramVec
-	ttfb      *ttfbHistogram
-	failed    *prometheus.CounterVec
-	target    *prometheus.GaugeVec
-	noShows   *prometheus.CounterVec // arrive.go
-	handoffs  *prometheus.CounterVec // handoff.go
+	once                                sync.Once
+	active, waiting, away, capacity     *prometheus.GaugeVec
+	target                              *prometheus.GaugeVec
+	admitted, queued, abandoned, failed *prometheus.CounterVec
+	noShows, handoffs                   *prometheus.CounterVec
+	wait                                *prometheus.HistogramVec
+	ttfb                                *capacity.Histogram
+	all                                 []prometheus.Collector // every one of them, for registering
+	vecs                                []interface{ DeleteLabelValues(...string) bool }
 }
 
 func initMetrics() {
@@ -38,10 +34,14 @@ func initMetrics() {
 		const ns, sub = "caddy", "waiting_room"
 		labels := []string{"room"}
 		gauge := func(name, help string) *prometheus.GaugeVec {
-			return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, labels)
+			v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, labels)
+			metrics.all, metrics.vecs = append(metrics.all, v), append(metrics.vecs, v)
+			return v
 		}
 		counter := func(name, help string) *prometheus.CounterVec {
-			return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, labels)
+			v := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, labels)
+			metrics.all, metrics.vecs = append(metrics.all, v), append(metrics.vecs, v)
+			return v
 		}
 		metrics.active = gauge("active", "Visitors admitted and holding a slot (room-wide).")
 		metrics.waiting = gauge("waiting", "Visitors waiting in the queue and heard from within queue_ttl (room-wide).")
@@ -50,59 +50,49 @@ func initMetrics() {
 		metrics.admitted = counter("admitted_total", "Visitors admitted by this instance, at once or from the queue.")
 		metrics.queued = counter("queued_total", "Visitors this instance put in the queue.")
 		metrics.abandoned = counter("abandoned_total", "Waiters who left the queue, or whose place was dropped after away_ttl (queue_ttl when away_ttl is 0) of silence, as seen by this instance.")
-		metrics.noShows = noShowsCounter(ns, sub, labels)
-		metrics.handoffs = handoffsCounter(ns, sub, labels)
+		metrics.noShows = counter("no_shows_total", "Visitors admitted from the queue who made no request within arrive_ttl and gave the slot back, as sent back by this instance.")
+		metrics.handoffs = counter("handoffs_total", "Places given to another device with a hand-off code, by this instance.")
 		metrics.wait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: ns, Subsystem: sub, Name: "wait_seconds",
 			Help:    "How long admitted waiters waited in the queue.",
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200},
 		}, labels)
-		metrics.ttfb = newTTFBHistogram() // ttfbmetric.go
+		metrics.ttfb = capacity.NewHistogram()
+		metrics.all, metrics.vecs = append(metrics.all, metrics.wait, metrics.ttfb), append(metrics.vecs, metrics.wait)
 		metrics.target = gauge("adapt_latency_target_seconds", "The adaptive capacity's target for the shop's p90 time to first byte; 0 while adapt is off (room-wide).")
 		metrics.failed = counter("upstream_failed_total", "Requests of admitted visitors that failed: a 5xx, or an error from the next handler (this instance).")
 	})
 }
 
-// roomMetrics are one room's children of the collectors, looked up once.
+// roomMetrics are one room's children of the collectors, looked up once: the room's
+// counts (room.Metrics).
 type roomMetrics struct {
-	active, waiting, away       prometheus.Gauge
-	capacity                    prometheus.Gauge
-	admitted, queued, abandoned prometheus.Counter
-	wait                        prometheus.Observer
-	room                        string
-	failed                      prometheus.Counter
-	target                      prometheus.Gauge
-	noShows                     prometheus.Counter
-	handoffs                    prometheus.Counter
+	room                                    string
+	active, waiting, away, capacity, target prometheus.Gauge
+	admitted, queued, abandoned, failed     prometheus.Counter
+	noShows, handoffs                       prometheus.Counter
+	wait                                    prometheus.Observer
 }
 
 func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, error) {
 	initMetrics()
-	if registry != nil {
-		for _, c := range []prometheus.Collector{metrics.active, metrics.waiting, metrics.away, metrics.capacity,
-			metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait, metrics.ttfb, metrics.failed, metrics.target,
-			metrics.noShows, metrics.handoffs} {
-			// Several rooms in one config register the same collectors: that is fine.
-			if err := registry.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
-				return nil, fmt.Errorf("registering metrics: %w", err)
-			}
+	for _, c := range metrics.all {
+		if registry == nil {
+			break
+		}
+		// Several rooms in one config register the same collectors: that is fine.
+		if err := registry.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+			return nil, fmt.Errorf("registering metrics: %w", err)
 		}
 	}
-	metrics.ttfb.start(room)
-	return &roomMetrics{
-		active:    metrics.active.WithLabelValues(room),
-		waiting:   metrics.waiting.WithLabelValues(room),
-		away:      metrics.away.WithLabelValues(room),
-		capacity:  metrics.capacity.WithLabelValues(room),
-		admitted:  metrics.admitted.WithLabelValues(room),
-		queued:    metrics.queued.WithLabelValues(room),
-		abandoned: metrics.abandoned.WithLabelValues(room),
-		wait:      metrics.wait.WithLabelValues(room),
-		room:      room,
-		failed:    metrics.failed.WithLabelValues(room),
-		target:    metrics.target.WithLabelValues(room),
-		noShows:   metrics.noShows.WithLabelValues(room),
-		handoffs:  metrics.handoffs.WithLabelValues(room),
+	metrics.ttfb.Start(room)
+	return &roomMetrics{room: room,
+		active: metrics.active.WithLabelValues(room), waiting: metrics.waiting.WithLabelValues(room),
+		away: metrics.away.WithLabelValues(room), capacity: metrics.capacity.WithLabelValues(room),
+		target: metrics.target.WithLabelValues(room), admitted: metrics.admitted.WithLabelValues(room),
+		queued: metrics.queued.WithLabelValues(room), abandoned: metrics.abandoned.WithLabelValues(room),
+		failed: metrics.failed.WithLabelValues(room), noShows: metrics.noShows.WithLabelValues(room),
+		handoffs: metrics.handoffs.WithLabelValues(room), wait: metrics.wait.WithLabelValues(room),
 	}, nil
 }
 
@@ -114,26 +104,22 @@ func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, e
 // a deleted child is no longer exported and is not added back.
 func deleteRoomMetrics(room string) {
 	initMetrics()
-	for _, v := range []interface{ DeleteLabelValues(...string) bool }{metrics.active, metrics.waiting,
-		metrics.away, metrics.capacity, metrics.admitted, metrics.queued, metrics.abandoned, metrics.wait,
-		metrics.failed, metrics.target, metrics.noShows, metrics.handoffs} {
+	for _, v := range metrics.vecs {
 		v.DeleteLabelValues(room)
 	}
-	metrics.ttfb.delete(room)
+	metrics.ttfb.Delete(room)
 }
 
-// The room's counts (room.Metrics).
-
-func (m *roomMetrics) Admitted(n int)  { m.admitted.Add(float64(n)) }
-func (m *roomMetrics) Queued()         { m.queued.Inc() }
-func (m *roomMetrics) Abandoned(n int) { m.abandoned.Add(float64(n)) }
-
-func (m *roomMetrics) Waited(d time.Duration) { m.wait.Observe(d.Seconds()) }
-
+func (m *roomMetrics) Admitted(n int)                { m.admitted.Add(float64(n)) }
+func (m *roomMetrics) Queued()                       { m.queued.Inc() }
+func (m *roomMetrics) Abandoned(n int)               { m.abandoned.Add(float64(n)) }
+func (m *roomMetrics) NoShows(n int)                 { m.noShows.Add(float64(n)) }
+func (m *roomMetrics) Handoff()                      { m.handoffs.Inc() }
+func (m *roomMetrics) Waited(d time.Duration)        { m.wait.Observe(d.Seconds()) }
 func (m *roomMetrics) LatencyTarget(d time.Duration) { m.target.Set(d.Seconds()) }
 
 func (m *roomMetrics) Measured(s *queue.Sample, total time.Duration) {
-	metrics.ttfb.add(m.room, s, total)
+	metrics.ttfb.Add(m.room, s, total)
 	m.failed.Add(float64(s.Failed))
 }
 

@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 )
 
 // One rule, one message: what the Caddyfile says on the line, what the JSON config's
@@ -40,7 +39,7 @@ func TestOneRuleOneMessage(t *testing.T) {
 		return err.Error()
 	}
 
-	want := room.CheckTimings(2*time.Minute, 90*time.Second).Error()
+	want := settings.CheckTimings(2*time.Minute, 90*time.Second).Error()
 	if got := caddyfileSays(" away_ttl 90s\n queue_ttl 2m"); got != want {
 		t.Errorf("the Caddyfile says %q, want %q", got, want)
 	}
@@ -55,6 +54,8 @@ func TestOneRuleOneMessage(t *testing.T) {
 	for _, rule := range []struct{ caddyfile, json string }{
 		{" fail maybe", `{"name":"a","capacity":1,"fail":"maybe"}`},
 		{" lang tlh", `{"name":"a","capacity":1,"lang":"tlh"}`},
+		{" status_code 302", `{"name":"a","capacity":1,"status_code":302}`},
+		{" reject_status_code 500", `{"name":"a","capacity":1,"reject_status_code":500}`},
 	} {
 		if c, j := caddyfileSays(rule.caddyfile), jsonSays(rule.json); c != j {
 			t.Errorf("%s: the Caddyfile says %q, the JSON config's validation %q", rule.caddyfile, c, j)

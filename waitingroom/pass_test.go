@@ -22,7 +22,7 @@ func (tr *testRoom) passVisit(target, header, cookie string) (*httptest.Response
 	tr.t.Helper()
 	headers := []string{"Accept", "application/json"}
 	if header != "" {
-		headers = append(headers, passHeader, header)
+		headers = append(headers, token.PassHeader, header)
 	}
 	return tr.requestWith(target, cookie, headers...)
 }
@@ -73,8 +73,8 @@ func TestPassSkipsTheLine(t *testing.T) {
 	if seen == nil {
 		t.Fatalf("the pass holder was not let in first: %d %q", w.Code, w.Body.String())
 	}
-	if seen.URL.RawQuery != "a=1&b=2" || !strings.HasSuffix(seen.RequestURI, "/tickets?a=1&b=2") || seen.Header.Get(passHeader) != "" {
-		t.Fatalf("the upstream saw the pass: query %q, URI %q, header %q", seen.URL.RawQuery, seen.RequestURI, seen.Header.Get(passHeader))
+	if seen.URL.RawQuery != "a=1&b=2" || !strings.HasSuffix(seen.RequestURI, "/tickets?a=1&b=2") || seen.Header.Get(token.PassHeader) != "" {
+		t.Fatalf("the upstream saw the pass: query %q, URI %q, header %q", seen.URL.RawQuery, seen.RequestURI, seen.Header.Get(token.PassHeader))
 	}
 	if tok := tr.tokenOf(cookie); !tok.Pass || tok.Waited != 7*time.Second {
 		t.Fatalf("the admitted pass holder's cookie: %+v, want the pass and a wait of 7s", tok)

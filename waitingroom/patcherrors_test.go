@@ -3,9 +3,10 @@ package waitingroom
 import (
 	"context"
 	"errors"
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"strings"
 	"testing"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 )
 
 // maxPatchError bounds what a refused PATCH answers: the reason, the field and a clip

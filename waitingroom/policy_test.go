@@ -3,13 +3,15 @@ package waitingroom
 import (
 	"context"
 	"encoding/json"
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -162,7 +164,7 @@ func TestPatchRateAndModeValidation(t *testing.T) {
 	if info := tr.patch(`{"rate":"off"}`); info.Rate != nil {
 		t.Fatalf(`rate "off" left %+v`, info.Rate)
 	}
-	if info := tr.patch(`{"rate":null,"mode":null}`); info.Rate != nil || info.Mode != queue.ModeFIFO || info.Overrides != (room.Overrides{}) {
+	if info := tr.patch(`{"rate":null,"mode":null}`); info.Rate != nil || info.Mode != queue.ModeFIFO || info.Overrides != (settings.Overrides{}) {
 		t.Fatalf("after restoring: %+v", info)
 	}
 	for body, want := range map[string]string{
@@ -300,7 +302,7 @@ func TestPreview(t *testing.T) {
 // The status code is one of the four a waiting answer may have, and applies to the
 // queued page and JSON alike.
 func TestStatusCodes(t *testing.T) {
-	for _, code := range statusCodes {
+	for _, code := range page.Statuses {
 		tr := newTestRoom(t, 1)
 		tr.h.StatusCode = code
 		tr.visit("", "")

@@ -5,13 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -284,7 +285,7 @@ func BenchmarkTakeProofAbsent(b *testing.B) {
 	r.Header.Set("Cookie", "waiting_room_drop=x")
 	b.ReportAllocs()
 	for b.Loop() {
-		if takeProof(r).text != "" {
+		if token.TakeProof(r).Text != "" {
 			b.Fatal("a proof in a request without one")
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 )
 
 // browserHost is the host a browser on base goes to when told Location loc, by the
@@ -96,12 +98,12 @@ func TestSameSiteTarget(t *testing.T) {
 		{"/a\tb\nc", "x=\r\n", "/a%09b%0Ac?x=%0D%0A"},
 		{"/%2F/evil.example/", "", "/%2F/evil.example/"},
 	} {
-		got := sameSiteTarget(tc.path, tc.query)
+		got := page.SameSiteTarget(tc.path, tc.query)
 		if got != tc.want {
-			t.Errorf("sameSiteTarget(%q, %q) = %q, want %q", tc.path, tc.query, got, tc.want)
+			t.Errorf("page.SameSiteTarget(%q, %q) = %q, want %q", tc.path, tc.query, got, tc.want)
 		}
 		if host := browserHost(t, "https://shop.example/", got); host != "shop.example" {
-			t.Errorf("sameSiteTarget(%q, %q) = %q takes a browser to %q", tc.path, tc.query, got, host)
+			t.Errorf("page.SameSiteTarget(%q, %q) = %q takes a browser to %q", tc.path, tc.query, got, host)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/history"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 )
 
@@ -82,9 +83,9 @@ func siblings(name string) []*room.Room {
 // its line: a reload on sale day must not blank the console's last hour.
 var histories = caddy.NewUsagePool()
 
-func loadHistory(name string) *room.History {
-	v, _, _ := histories.LoadOrNew(name, func() (caddy.Destructor, error) { return room.NewHistory(), nil })
-	return v.(*room.History)
+func loadHistory(name string) *history.History {
+	v, _, _ := histories.LoadOrNew(name, func() (caddy.Destructor, error) { return history.New(), nil })
+	return v.(*history.History)
 }
 
 func releaseHistory(name string) { _, _ = histories.Delete(name) }

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 )
 
 // runtimeExamples are a value of each runtime setting other than its default, as the
@@ -32,9 +31,9 @@ var runtimeExamples = map[string]struct{ caddyfile, json string }{
 // mapping into Runtime, and the Caddyfile option. This fails while any of them is
 // missing for a setting, and for a field of Runtime without its table entry.
 func TestEveryRuntimeSettingIsDefinedOnce(t *testing.T) {
-	names := room.RuntimeSettings()
-	if n := reflect.TypeFor[room.Runtime]().NumField(); n != len(names) {
-		t.Fatalf("room.Runtime has %d fields and the table %d settings (%v): a field without its entry", n, len(names), names)
+	names := settings.RuntimeSettings()
+	if n := reflect.TypeFor[settings.Runtime]().NumField(); n != len(names) {
+		t.Fatalf("settings.Runtime has %d fields and the table %d settings (%v): a field without its entry", n, len(names), names)
 	}
 	jsonNames := func(typ reflect.Type) map[string]bool {
 		out := map[string]bool{}
@@ -44,7 +43,7 @@ func TestEveryRuntimeSettingIsDefinedOnce(t *testing.T) {
 		}
 		return out
 	}
-	overrides, config := jsonNames(reflect.TypeFor[room.Overrides]()), jsonNames(reflect.TypeFor[Handler]())
+	overrides, config := jsonNames(reflect.TypeFor[settings.Overrides]()), jsonNames(reflect.TypeFor[Handler]())
 	shown := func(h *Handler) map[string]json.RawMessage {
 		t.Helper()
 		rt, err := h.runtime()
@@ -69,11 +68,11 @@ func TestEveryRuntimeSettingIsDefinedOnce(t *testing.T) {
 			t.Errorf("%s: no example in runtimeExamples", name)
 			continue
 		case !overrides[name]:
-			t.Errorf("%s: no field of room.Overrides (overrides.go) for a PATCH to set", name)
+			t.Errorf("%s: no field of settings.Overrides (overrides.go) for a PATCH to set", name)
 		case !config[name]:
 			t.Errorf("%s: no field of Handler (waitingroom.go) for the JSON config", name)
 		case defaults[name] == nil:
-			t.Errorf("%s: not shown by room.Runtime's MarshalJSON", name)
+			t.Errorf("%s: not shown by settings.Runtime's MarshalJSON", name)
 		}
 		var fromCaddyfile Handler
 		block := "waiting_room {\n name a\n capacity 1\n " + ex.caddyfile + "\n}"

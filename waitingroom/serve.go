@@ -3,16 +3,20 @@ package waitingroom
 import (
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
 // ServeHTTP turns the request into the facts the room decides on, and the room's
@@ -30,33 +34,62 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	return h.answer(w, r, next, v, &facts, &d)
 }
 
-// factsOf reads what the room decides on from r. A pass or a proof is taken out of
-// the request: it never goes upstream, whoever sends it (pass.go, proof.go).
+// factsOf reads what the room decides on from r. What a request carries of the
+// room's own (a pass, a proof, a hand-off code) is taken out of it: it never goes
+// upstream, whoever sends it (token.TakePass and the others).
 func (h *Handler) factsOf(r *http.Request, facts *room.Visit) {
-	proof := takeProof(r)
-	handoff, handoffInQuery := takeHandoff(r) // handoff.go
+	proof := token.TakeProof(r)
+	handoff, handoffInQuery := token.TakeHandoff(r)
+	socket := push.IsWaitingSocket(r)
 	*facts = room.Visit{
 		Now:            h.clock.Now(),
 		Cookie:         h.Cookie.Value(r),
-		Pass:           takePass(r),
-		Proof:          proof.text,
-		ProofInAddress: proof.inQuery,
-		Socket:         push.IsWaitingSocket(r),
-		Preflight:      isPreflight(r),
-		Page:           (proof.inQuery || handoffInQuery) && wantsPage(r),
+		Pass:           token.TakePass(r),
+		Proof:          proof.Text,
+		ProofInAddress: proof.InQuery,
+		Socket:         socket,
+		Preflight:      page.IsPreflight(r),
+		Page:           (proof.InQuery || handoffInQuery) && !socket && page.IsPageLoad(r),
 		Handoff:        handoff,
-		HandoffNew:     asksHandoff(r),
-		Key:            h.keyOf(r), // key.go
+		HandoffNew:     token.AsksHandoff(r),
+		Key:            h.keyOf(r),
 	}
 	switch {
-	case facts.Socket:
-		facts.CrossSite = push.CrossOrigin(r)
+	case socket:
+		facts.CrossSite = page.CrossOrigin(r)
 	case facts.HandoffNew || handoffInQuery:
-		facts.CrossSite = fromAnotherSite(r) // handoff.go
+		facts.CrossSite = page.FromAnotherSite(r)
 	}
 	if h.PerIP != nil {
 		facts.Addr = clientAddr(r)
 	}
+}
+
+// keyOf resolves the room's key for r, "" when the room has none or the placeholder
+// is empty for r. It costs nothing when the room has no key.
+func (h *Handler) keyOf(r *http.Request) string {
+	if h.Key == "" {
+		return ""
+	}
+	repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if !ok || repl == nil {
+		return ""
+	}
+	key := repl.ReplaceAll(h.Key, "")
+	h.keyCheck.See(r.Header, key)
+	return key
+}
+
+// clientAddr is the request's client address as Caddy determined it (after
+// trusted_proxies), or the peer address.
+func clientAddr(r *http.Request) string {
+	if ip, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
+		return ip
+	}
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
 }
 
 // answer turns the room's decision d on the request into its response.
@@ -77,7 +110,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		}
 		return err
 	case room.HandoffCode:
-		return h.serveHandoff(w, r, d, d.Place.String())
+		return h.serveHandoff(w, r, d)
 	case room.HandoffBusy:
 		return handoffBusy(w)
 	case room.Queued, room.Moved:
@@ -97,7 +130,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	case room.TooMany:
 		return tooMany(w, d.RetryAfter)
 	case room.KeyTooLong:
-		return keyTooLong(w, r, h.Name) // key.go
+		return page.KeyTooLong(w, r, h.Name)
 	case room.Degraded:
 		if h.Fail == failOpen {
 			return next.ServeHTTP(w, r)
@@ -110,7 +143,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.
 // passAdmitted hands the request on, watching the response for the upstream's revoke
 // command and timing it for the adaptive capacity (from when the shop had the whole
 // request to its header: see measure); cookie says the room set its cookie on the
-// response, which then never goes to a shared cache (sharedcache.go). The watcher,
+// response, which then never goes to a shared cache (page.KeepFromSharedCaches). The watcher,
 // and the request body's watcher with it, live in the request's visit when it has
 // one, so an admitted request allocates one object for all three (none more for a
 // body).
@@ -243,7 +276,7 @@ func (rw *revokeWatcher) WriteHeader(code int) {
 // obey carries out and strips the upstream's command header, if any. It runs on every
 // admitted request, so it indexes the header map with the canonical name (what Set,
 // Add and the reverse proxy store): Get would canonicalize the name again on every
-// request, a tenth of the admitted hot path's cost.
+// request.
 func (rw *revokeWatcher) obey() {
 	hdr := rw.ResponseWriter.Header()
 	values, ok := hdr[commandHeader]
@@ -261,7 +294,7 @@ func (rw *revokeWatcher) obey() {
 // keepCookie keeps a response that carries the room's cookie from shared caches.
 func (rw *revokeWatcher) keepCookie() {
 	if rw.cookie {
-		keepFromSharedCaches(rw.ResponseWriter.Header())
+		page.KeepFromSharedCaches(rw.ResponseWriter.Header())
 	}
 }
 

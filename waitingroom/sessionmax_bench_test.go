@@ -1,10 +1,11 @@
 package waitingroom
 
 import (
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 
 	"github.com/caddyserver/caddy/v2"
 )

@@ -3,12 +3,14 @@ package waitingroom
 import (
 	"context"
 	"encoding/json"
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 
 	"github.com/caddyserver/caddy/v2"
 
@@ -164,7 +166,7 @@ func TestPatchSessionSettings(t *testing.T) {
 		t.Fatalf("away_ttl 0: %q", info.AwayTTL)
 	}
 	info = tr.patch(`{"session_max":null,"session_ttl":null,"queue_ttl":null,"away_ttl":null}`)
-	if info.SessionMax != "" || info.SessionTTL != "1m0s" || info.QueueTTL != "30s" || info.Overrides != (room.Overrides{}) {
+	if info.SessionMax != "" || info.SessionTTL != "1m0s" || info.QueueTTL != "30s" || info.Overrides != (settings.Overrides{}) {
 		t.Fatalf("after restoring: %+v, overrides %+v", info.Timings, info.Overrides)
 	}
 	if got := time.Duration(tr.h.room.HeartbeatEvery()); got != 10*time.Second {

@@ -1,18 +1,21 @@
 package waitingroom
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom/memorystore"
 )
 
 // withStateDir keeps the memory store's state files in a directory of the test's
 // own, for the test's length.
 func withStateDir(t *testing.T) string {
 	dir := t.TempDir()
-	was := stateDir
-	stateDir = func() string { return dir }
-	t.Cleanup(func() { stateDir = was })
+	was := memorystore.Dir
+	memorystore.Dir = func() string { return dir }
+	t.Cleanup(func() { memorystore.Dir = was })
 	return dir
 }
 
@@ -40,7 +43,7 @@ func TestMemoryStoreStopAndStartKeepsEveryPlace(t *testing.T) {
 	if err := first.h.Cleanup(); err != nil { // the last config with the room: its store goes, saved
 		t.Fatal(err)
 	}
-	fi, err := os.Stat(filepath.Join(dir, fileName(name)+".state"))
+	fi, err := os.Stat(filepath.Join(dir, url.PathEscape(name)+".state")) // the room's name escaped as in a path
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom/memorystore"
 )
 
 // StoreModule is implemented by the Caddy modules in the namespace
@@ -16,3 +17,6 @@ type StoreModule interface {
 	// is unreachable: that is reported by the store's calls, and the handler degrades.
 	OpenStore(ctx caddy.Context, room string) (store queue.Store, release func(), err error)
 }
+
+// The memory store is the default: the handler registers it whatever else is built in.
+var _ StoreModule = (*memorystore.MemoryStore)(nil)

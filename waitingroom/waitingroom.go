@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"slices"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -18,6 +16,7 @@ import (
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
@@ -173,7 +172,7 @@ type Handler struct {
 	page           *page.Writer // the operator's template, or the embedded page
 	logger         *zap.Logger
 	clock          room.Clock
-	keyCheck       *keyCheck // key.go; nil without a key
+	keyCheck       *room.KeyCheck // nil without a key
 	// config is the Done channel of the config the handler was provisioned in: the
 	// one thing every module of a loaded config shares and no other config does.
 	config <-chan struct{}
@@ -209,7 +208,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.clock = room.SystemClock{}
 	}
 	if h.Key != "" {
-		h.keyCheck = newKeyCheck(h.Key)
+		h.keyCheck = room.NewKeyCheck(h.Name, h.Key, h.logger)
 	}
 	if h.SessionTTL == 0 {
 		h.SessionTTL = caddy.Duration(defaultSessionTTL)
@@ -245,27 +244,21 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 
-	embedded := page.EmbeddedPage()
-	h.page = &page.Writer{Page: embedded, Embedded: embedded}
-	if h.Template != "" {
-		text, err := os.ReadFile(h.Template)
-		if err != nil {
-			return fmt.Errorf("reading template: %w", err)
-		}
-		if h.page.Page, err = page.NewPage(h.Template, string(text)); err != nil {
-			return fmt.Errorf("parsing template %s: %w", h.Template, err)
-		}
-		if why := h.page.Page.Unspliced(); why != nil {
-			// Not an error: the page is right, but each one costs a full template
-			// execution (~100x a cached one), which an operator expecting a surge
-			// wants to know.
-			h.logger.Info("waiting page template is executed for every queued visitor",
-				zap.String("room", h.Name), zap.String("template", h.Template), zap.String("reason", why.Error()))
-		}
-	}
-	h.page.Failed = func(err error) {
+	var unspliced error
+	var err error
+	h.page, unspliced, err = page.NewWriter(h.Template, func(err error) {
 		h.logger.Error("waiting page template failed; serving the embedded page",
 			zap.String("room", h.Name), zap.String("template", h.Template), zap.Error(err))
+	})
+	if err != nil {
+		return err
+	}
+	if unspliced != nil {
+		// Not an error: the page is right, but each one costs a full template
+		// execution (~100x a cached one), which an operator expecting a surge wants
+		// to know.
+		h.logger.Info("waiting page template is executed for every queued visitor",
+			zap.String("room", h.Name), zap.String("template", h.Template), zap.String("reason", unspliced.Error()))
 	}
 
 	secrets, err := h.configuredSecrets()
@@ -291,11 +284,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.store, h.releaseStore = store, release
 
-	if h.Adapt != nil {
-		if _, err := h.Adapt.engine(h.Capacity); err != nil {
-			return err
-		}
-	}
 	m, err := newRoomMetrics(h.Name, ctx.GetMetricsRegistry())
 	if err != nil {
 		return err
@@ -303,34 +291,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.metrics = m
 	h.room = room.New(h.roomConfig(secrets, m))
 	h.releaseHistory = func() { releaseHistory(h.Name) }
-	h.warnReplacedSecret(secrets)
 	h.room.Start(ctx)
 	register(h)
 	return nil
-}
-
-// warnReplacedSecret warns when the configured secrets do not accept the cookies the
-// running room of the same name signs (a reload that changed secret without listing
-// the old one after it): every visitor holding one is then a stranger, and the places
-// and sessions they hold stay until they lapse. The room does not release them: it
-// cannot read their cookies to tell which they are, and on a fleet the instances not
-// yet reloaded still sign with the old secret and honour those sessions, which a
-// release would let in beyond capacity.
-func (h *Handler) warnReplacedSecret(secrets [][]byte) {
-	if secrets == nil {
-		return // agreed through the store, which keeps the one in use
-	}
-	keys, now := token.NewKeyring(h.Name, secrets), h.clock.Now()
-	for _, running := range siblings(h.Name) {
-		if old := running.Keys(); old != nil && !keys.Accepts(old, now) {
-			h.logger.Warn("the room's secret changed and the one it signed with is not listed as a previous secret: "+
-				"every cookie given out so far no longer holds, so admitted visitors come back as new visitors "+
-				"while their old sessions hold their slots until session_ttl, and waiters lose their places; "+
-				"to rotate, list the old secret after the new one (secret <new> <old>) until session_ttl has passed",
-				zap.String("room", h.Name), zap.Duration("session_ttl", time.Duration(h.SessionTTL)))
-			return
-		}
-	}
 }
 
 // roomConfig is the room's configuration as the engine takes it, Provision's
@@ -339,7 +302,7 @@ func (h *Handler) roomConfig(secrets [][]byte, m *roomMetrics) *room.Config {
 	rt, _ := h.runtime() // checked in Provision
 	cfg := &room.Config{
 		Name:          h.Name,
-		Runtime:       rt,
+		Config:        settings.Config{Runtime: rt},
 		FailOpen:      h.Fail == failOpen,
 		Lang:          h.Lang,
 		Page:          h.page,
@@ -353,20 +316,18 @@ func (h *Handler) roomConfig(secrets [][]byte, m *roomMetrics) *room.Config {
 		History:       loadHistory(h.Name),
 		Siblings:      func() []*room.Room { return siblings(h.Name) },
 	}
-	for i := range h.Events {
-		cfg.Events = append(cfg.Events, h.Events[i].engine())
-	}
-	if p := h.PerIP; p != nil {
-		cfg.PerIP = room.PerIP{MaxJoins: p.MaxJoins, JoinWindow: time.Duration(p.JoinWindow), MaxConnections: p.MaxConnections}
+	cfg.Events = engineEvents(h.Events)
+	if h.PerIP != nil {
+		cfg.PerIP = h.PerIP.engine()
 	}
 	return cfg
 }
 
-// runtime is the room's runtime settings (room.Runtime) as configured, with the
+// runtime is the room's runtime settings (settings.Runtime) as configured, with the
 // defaults Provision fills in: what Validate checks in one call, and the room starts
 // with.
-func (h *Handler) runtime() (room.Runtime, error) {
-	rt := room.Runtime{
+func (h *Handler) runtime() (settings.Runtime, error) {
+	rt := settings.Runtime{
 		Capacity:    h.Capacity,
 		Mode:        cmp.Or(h.Mode, queue.ModeFIFO),
 		SessionTTL:  cmp.Or(time.Duration(h.SessionTTL), defaultSessionTTL),
@@ -401,24 +362,25 @@ func (h *Handler) configuredSecrets() ([][]byte, error) {
 		}
 		return nil, nil
 	}
-	repl := caddy.NewReplacer()
-	var secrets [][]byte
-	for i, s := range append([]string{h.Secret}, h.PreviousSecrets...) {
-		v := repl.ReplaceKnown(s, "")
-		if err := room.CheckSecret(secretRole(i), s, v); err != nil {
-			return nil, err
-		}
-		secrets = append(secrets, []byte(v))
-	}
-	return secrets, nil
+	return expandSecrets(append([]string{h.Secret}, h.PreviousSecrets...))
 }
 
-// secretRole names the i-th of secret and previous_secrets in errors.
-func secretRole(i int) string {
-	if i == 0 {
-		return "secret"
+// expandSecrets expands the placeholders in the secret and previous secrets, and
+// refuses one that is then empty or too short (token.CheckSecret).
+func expandSecrets(configured []string) ([][]byte, error) {
+	repl := caddy.NewReplacer()
+	secrets := make([][]byte, len(configured))
+	for i, s := range configured {
+		what, v := "previous secret", repl.ReplaceKnown(s, "")
+		if i == 0 {
+			what = "secret"
+		}
+		if err := token.CheckSecret(what, s, v); err != nil {
+			return nil, err
+		}
+		secrets[i] = []byte(v)
 	}
-	return "previous secret"
+	return secrets, nil
 }
 
 // Validate checks the configuration.
@@ -433,30 +395,30 @@ func (h *Handler) Validate() error {
 	if err != nil {
 		return err
 	}
-	if err := room.CheckRuntime(rt); err != nil {
+	if err := settings.CheckRuntime(rt); err != nil {
 		return err
 	}
-	if h.StatusCode != 0 && !slices.Contains(statusCodes, h.StatusCode) {
-		return fmt.Errorf("status_code must be one of 200, 202, 429 or 503, got %d", h.StatusCode)
-	}
-	if h.PerIP != nil && (h.PerIP.MaxJoins < 0 || h.PerIP.MaxConnections < 0 || h.PerIP.JoinWindow < 0) {
-		return fmt.Errorf("per_ip caps must not be negative, got max_joins %d, join_window %v, max_connections %d",
-			h.PerIP.MaxJoins, time.Duration(h.PerIP.JoinWindow), h.PerIP.MaxConnections)
-	}
-	if h.PerIP != nil && h.PerIP.JoinWindow > 0 {
-		if err := room.AtLeast("per_ip join_window", time.Duration(h.PerIP.JoinWindow), room.MinWindow); err != nil {
+	if h.StatusCode != 0 {
+		if _, err := page.ParseStatus("status_code", strconv.Itoa(h.StatusCode)); err != nil {
 			return err
 		}
 	}
-	if h.RejectStatusCode != 0 && !slices.Contains(statusCodes, h.RejectStatusCode) {
-		return fmt.Errorf("reject_status_code must be one of 200, 202, 429 or 503, got %d", h.RejectStatusCode)
+	if h.PerIP != nil {
+		if err := room.CheckPerIP(h.PerIP.engine()); err != nil {
+			return err
+		}
+	}
+	if h.RejectStatusCode != 0 {
+		if _, err := page.ParseStatus("reject_status_code", strconv.Itoa(h.RejectStatusCode)); err != nil {
+			return err
+		}
 	}
 	if h.Key != "" {
-		if err := checkKey(h.Key); err != nil {
+		if err := room.CheckKey(h.Key); err != nil {
 			return err
 		}
 	}
-	if err := checkEvents(h.Events); err != nil {
+	if err := settings.CheckEvents(engineEvents(h.Events)); err != nil {
 		return err
 	}
 	if h.Fail != "" {
@@ -465,7 +427,7 @@ func (h *Handler) Validate() error {
 		}
 	}
 	if h.Lang != "" {
-		if err := checkLang(h.Lang); err != nil {
+		if err := page.CheckLang(h.Lang); err != nil {
 			return err
 		}
 	}
@@ -500,10 +462,6 @@ func (h *Handler) Cleanup() error {
 // dashboard's.
 const reservedName = "dashboard"
 
-// statusCodes are the statuses a waiting page may have: a plain page (200), "accepted,
-// not done yet" (202), "too many requests" (429) or "unavailable" (503).
-var statusCodes = []int{http.StatusOK, http.StatusAccepted, http.StatusTooManyRequests, http.StatusServiceUnavailable}
-
 // Interface guards
 var (
 	_ caddy.Provisioner           = (*Handler)(nil)
@@ -521,10 +479,20 @@ func checkFail(fail string) error {
 	return nil
 }
 
-// checkLang refuses a language the page does not speak.
-func checkLang(lang string) error {
-	if !page.Supported(lang) {
-		return fmt.Errorf("lang must be one of %s, got %q", strings.Join(page.Languages(), ", "), lang)
+// defaultArriveTTL is ArriveTTL's default: a connected page is told of its admission
+// within a second and navigates at once, and one without a socket polls every few
+// seconds, so an admitted waiter who has not come in 30 seconds is not looking.
+const defaultArriveTTL = 30 * time.Second
+
+// queueTTL is the configured queue_ttl, or its default.
+func (h *Handler) queueTTL() time.Duration {
+	return cmp.Or(time.Duration(h.QueueTTL), defaultQueueTTL)
+}
+
+// arriveTTL is the configured arrive_ttl, or its default.
+func (h *Handler) arriveTTL() time.Duration {
+	if h.ArriveTTL == nil {
+		return defaultArriveTTL
 	}
-	return nil
+	return time.Duration(*h.ArriveTTL)
 }

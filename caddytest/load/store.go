@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom"
+	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom/memorystore"
 	"github.com/caddy-waitingroom/caddy-waitingroom/waitingroom/redisstore"
 )
 
@@ -88,7 +89,7 @@ func runStore(ctx context.Context, r *rig, o options) ([]row, error) {
 	}
 	// The store itself is measured here, in memory: its saves to disk are the durable
 	// section's (durable.go), and a room kept on disk would come back in the next run.
-	memory := &storeKind{name: "memory", mod: &waitingroom.MemoryStore{File: "off"}, ctx: cctx}
+	memory := &storeKind{name: "memory", mod: &memorystore.MemoryStore{File: "off"}, ctx: cctx}
 	rds := &storeKind{name: "Redis", mod: rmod, ctx: cctx, redis: srv}
 	// A room held open for the whole section keeps the pooled Redis client (and its
 	// warm connections) alive between the rooms that come and go.

@@ -5,7 +5,8 @@
 // into the next capacity and the reason the operator is shown (Steer).
 //
 // Told "capacity dropped by itself", start here: law.go says when and by how much,
-// and why it settles; the room's part across a fleet (reporting each period, one
-// instance deciding it, the decision kept with the runtime settings) is
-// internal/room/steering.go.
+// and why it settles; fleet.go how a fleet reports each control period and one
+// instance decides it (the room saves the decision with its runtime settings,
+// internal/room/steering.go); override.go how the admin API changes the targets and
+// shows the last decision.
 package capacity

@@ -4,7 +4,7 @@ import "time"
 
 // Control periods are numbered from the Unix epoch, so every instance sharing a
 // store agrees on them: each reports what it measured in a period, and the first to
-// claim the period decides for the fleet (internal/room/steering.go).
+// claim the period decides for the fleet (fleet.go).
 
 // PeriodOf is the control period now falls in.
 func PeriodOf(now time.Time) int64 { return now.UnixNano() / int64(ControlPeriod) }

@@ -47,6 +47,28 @@ func (t Targets) WithDefaults(capacity int) Targets {
 	return t
 }
 
+// Configured are the targets an adapt block configures, for a room of that capacity:
+// the errors target as a percentage ("" for DefaultErrors), the bounds' defaults
+// filled in, and checked.
+func Configured(latency time.Duration, errors string, min, max, capacity int) (*Targets, error) {
+	t := Targets{Latency: latency, Errors: DefaultErrors, Min: min, Max: max}
+	if errors != "" {
+		share, err := ParseShare(errors)
+		if err != nil {
+			return nil, fmt.Errorf("adapt errors: %w", err)
+		}
+		t.Errors = share
+	}
+	if min < 0 || max < 0 {
+		return nil, fmt.Errorf("adapt min and max must not be negative, got %d and %d", min, max)
+	}
+	t = t.WithDefaults(capacity)
+	if err := Check(t, capacity); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
 // Check refuses targets and bounds the law cannot keep, for a room of that capacity
 // (0: the capacity is not known here, and is clamped instead).
 func Check(t Targets, capacity int) error {

@@ -1,6 +1,9 @@
 package page
 
 import (
+	"fmt"
+	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -31,4 +34,27 @@ func PrefersJSON(accept string) bool {
 		}
 	}
 	return jsonQ > htmlQ
+}
+
+// Statuses are the statuses a waiting page may have: a plain page (200), "accepted,
+// not done yet" (202), "too many requests" (429) or "unavailable" (503).
+var Statuses = []int{http.StatusOK, http.StatusAccepted, http.StatusTooManyRequests, http.StatusServiceUnavailable}
+
+// ParseStatus reads the status what (status_code, reject_status_code) names, as the
+// Caddyfile writes it or as the JSON config's number prints, and refuses one that is
+// not among Statuses.
+func ParseStatus(what, text string) (int, error) {
+	n, err := strconv.Atoi(text)
+	if err != nil || !slices.Contains(Statuses, n) {
+		return 0, fmt.Errorf("%s must be one of 200, 202, 429 or 503, got %q", what, text)
+	}
+	return n, nil
+}
+
+// CheckLang refuses a language the page does not speak.
+func CheckLang(lang string) error {
+	if !Supported(lang) {
+		return fmt.Errorf("lang must be one of %s, got %q", strings.Join(Languages(), ", "), lang)
+	}
+	return nil
 }

@@ -1,7 +1,9 @@
 package page
 
 import (
+	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 )
@@ -80,3 +82,23 @@ var pageBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); retu
 
 // maxPooledPage keeps an operator's huge page from pinning its buffer in the pool.
 const maxPooledPage = 64 << 10
+
+// NewWriter is the writer of a room's page: the operator's template at path, read and
+// parsed now, or the embedded page when path is "". unspliced says why the template
+// is rendered whole for every waiter (Page.Unspliced), nil when its pages are
+// spliced; failed is told of each render of it that failed.
+func NewWriter(path string, failed func(error)) (w *Writer, unspliced, err error) {
+	embedded := EmbeddedPage()
+	w = &Writer{Page: embedded, Embedded: embedded, Failed: failed}
+	if path == "" {
+		return w, nil, nil
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading template: %w", err)
+	}
+	if w.Page, err = NewPage(path, string(text)); err != nil {
+		return nil, nil, fmt.Errorf("parsing template %s: %w", path, err)
+	}
+	return w, w.Page.Unspliced(), nil
+}

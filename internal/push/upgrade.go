@@ -2,7 +2,6 @@ package push
 
 import (
 	"net/http"
-	"net/url"
 	"strings"
 )
 
@@ -21,18 +20,4 @@ func IsWaitingSocket(r *http.Request) bool {
 		}
 	}
 	return false
-}
-
-// CrossOrigin reports whether r comes from a page on another site: it carries an
-// Origin whose host is not the request's Host. The upgrade (websocket.Accept, given no
-// OriginPatterns) refuses such a request with 403; the room asks first, so that it
-// refuses before it stores anything. A request without Origin (not a browser) is not
-// cross-origin. TestCrossOriginAgreesWithTheUpgrade pins the two together.
-func CrossOrigin(r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return false
-	}
-	u, err := url.Parse(origin)
-	return err != nil || !strings.EqualFold(r.Host, u.Host)
 }

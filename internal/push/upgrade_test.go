@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/coder/websocket"
 )
 
@@ -34,7 +35,7 @@ func TestCrossOriginAgreesWithTheUpgrade(t *testing.T) {
 		// another status than 403.
 		_, _ = websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}})
 		refused := w.Code == http.StatusForbidden
-		if got := CrossOrigin(r); got != refused {
+		if got := page.CrossOrigin(r); got != refused {
 			t.Errorf("Origin %q: CrossOrigin %v, the upgrade refused %v (%d %q)", origin, got, refused, w.Code, w.Body)
 		}
 	}

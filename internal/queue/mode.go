@@ -1,9 +1,7 @@
 package queue
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 )
 
 // Modes say how a room admits, as Cloudflare's waiting rooms define them.
@@ -30,10 +28,5 @@ const (
 // Modes lists every mode, in the order the documentation gives them.
 var Modes = []string{ModeFIFO, ModeRandom, ModePassthrough, ModeReject, ModeQueueAll, ModeSuspended, ModeInviteOnly}
 
-// CheckMode reports an error naming the valid modes unless m is one of them.
-func CheckMode(m string) error {
-	if !slices.Contains(Modes, m) {
-		return fmt.Errorf("mode must be one of %s, got %q", strings.Join(Modes, ", "), m)
-	}
-	return nil
-}
+// KnownMode reports whether m is one of Modes.
+func KnownMode(m string) bool { return slices.Contains(Modes, m) }

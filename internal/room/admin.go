@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/history"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 )
 
 // The admin operations: what the admin API asks of a running room. Errors are an
@@ -50,7 +51,7 @@ type Info struct {
 	Mode     string `json:"mode"`
 	Capacity int    `json:"capacity"`
 	// Rate is the admission rate limit; null when admissions are bound by capacity only.
-	Rate *Rate `json:"rate"`
+	Rate *settings.Rate `json:"rate"`
 	Timings
 	Active  int `json:"active"`
 	Waiting int `json:"waiting"`
@@ -70,9 +71,9 @@ type Info struct {
 	AdmissionsPerMinute *float64 `json:"admissions_per_minute"`
 	Store               string   `json:"store"`
 	// Configured are the runtime settings as configured (Runtime.MarshalJSON).
-	Configured Runtime    `json:"configured"`
-	Overrides  Overrides  `json:"overrides"`
-	Event      *EventInfo `json:"event"`
+	Configured settings.Runtime   `json:"configured"`
+	Overrides  settings.Overrides `json:"overrides"`
+	Event      *EventInfo         `json:"event"`
 	// Message is what the line is told now ("" for nothing).
 	Message string `json:"message"`
 	// NextEvent is the next scheduled event whose queue has not opened yet; null if none.
@@ -80,7 +81,7 @@ type Info struct {
 	// ProofOfWork is the difficulty a new visitor's proof must meet now, 0 when off.
 	ProofOfWork int `json:"proof_of_work"`
 	// Adapt is the adaptive capacity in force and its last decision; null when off.
-	Adapt *AdaptInfo `json:"adapt"`
+	Adapt *capacity.Info `json:"adapt"`
 	// Fleet is the instances serving the room and the format level they all read.
 	Fleet FleetInfo `json:"fleet"`
 }
@@ -121,16 +122,16 @@ func (rm *Room) Info(ctx context.Context) (Info, error) {
 		Handoffs:      st.Handoffs,
 		Store:         cfg.StoreType,
 		Configured:    cfg.Runtime,
-		Overrides:     o.settings(),
+		Overrides:     o.Operators(),
 		Message:       s.Message,
-		Adapt:         adaptInfo(s, o.Adapted),
+		Adapt:         capacity.InfoOf(s.Adapt, o.Adapted),
 		NextEvent:     nextEvent(cfg.Events, now),
 		ProofOfWork:   s.ProofOfWork,
 	}
 	f := rm.Fleet()
 	info.Fleet = FleetInfo{Instances: f.Instances, Reads: f.Reads, Level: queue.FormatLevel}
 	info.ArriveTTL = s.ArriveTTL.String()
-	if s.Rate.limits() {
+	if s.Rate.Limits() {
 		r := s.Rate
 		info.Rate = &r
 	}
@@ -138,7 +139,7 @@ func (rm *Room) Info(ctx context.Context) (Info, error) {
 		info.Event = &EventInfo{Start: ev.Start, End: ev.End, Phase: "running", Shuffle: ev.Shuffle}
 		if s.Prequeue {
 			info.Mode, info.Event.Phase = "prequeue", "prequeue"
-			secs := ceilSeconds(s.startsIn(now))
+			secs := ceilSeconds(s.StartsIn(now))
 			info.Event.StartsInSeconds = &secs
 		}
 	}
@@ -146,7 +147,7 @@ func (rm *Room) Info(ctx context.Context) (Info, error) {
 		perMinute := rate * 60
 		info.AdmissionsPerMinute = &perMinute
 	}
-	if rate, ok := rm.throughput(s); ok && !s.holds() {
+	if rate, ok := rm.throughput(s); ok && !s.Holds() {
 		eta := int(queue.ETA(st.Waiting+1, rate) / time.Second)
 		info.ETASeconds = &eta
 	}
@@ -162,11 +163,11 @@ func cmpOr(s, otherwise string) string {
 
 // nextEvent is the first event whose queue opens after now, for the console's
 // countdown; nil when none is scheduled.
-func nextEvent(events []Event, now time.Time) *EventInfo {
-	var next *Event
+func nextEvent(events []settings.Event, now time.Time) *EventInfo {
+	var next *settings.Event
 	for i := range events {
 		ev := &events[i]
-		if ev.opens().After(now) && (next == nil || ev.Start.Before(next.Start)) {
+		if ev.Opens().After(now) && (next == nil || ev.Start.Before(next.Start)) {
 			next = ev
 		}
 	}
@@ -195,17 +196,11 @@ func (rm *Room) Patch(ctx context.Context, body []byte) (Info, error) {
 		return Info{}, inputErrorf("want a JSON object such as {\"capacity\": 20}")
 	}
 	// o holds the new values of the fields named; saveOverrides merges them into
-	// what the store holds. The fields go in name order, so that a body with several
-	// bad fields is refused for the same one every time.
-	var o Overrides
-	for _, name := range slices.Sorted(maps.Keys(fields)) {
-		def, ok := runtimeSettingNamed(name)
-		if !ok {
-			return Info{}, inputErrorf("unknown field %q (the fields are: %s)", clip([]byte(name)), runtimeSettingNames())
-		}
-		if err := def.patch(rm, &o, fields[name]); err != nil {
-			return Info{}, err
-		}
+	// what the store holds.
+	p := settings.Patching{Config: &rm.cfg.Config, InForce: rm.settings.Load(), ParseDuration: rm.cfg.ParseDuration}
+	o, err := p.Patch(fields)
+	if err != nil {
+		return Info{}, inputError{err}
 	}
 	saved, err := rm.saveOverrides(ctx, fields, o)
 	if err != nil {
@@ -227,7 +222,7 @@ func (rm *Room) Admit(ctx context.Context, n int) (int, error) {
 		return 0, inputErrorf("count must be greater than 0, got %d", n)
 	}
 	now := rm.cfg.Clock.Now()
-	res, err := rm.cfg.Store.AdmitNow(ctx, n, now, rm.Settings(now).limits())
+	res, err := rm.cfg.Store.AdmitNow(ctx, n, now, rm.Settings(now).Limits())
 	if err != nil {
 		return 0, fmt.Errorf("admitting waiters: %w", err)
 	}
@@ -284,5 +279,14 @@ func (rm *Room) applyNow(ctx context.Context) {
 		if sib != rm {
 			sib.kick()
 		}
+	}
+}
+
+// History is the room's last hour on this instance, a point a minute, oldest first.
+func (rm *Room) History() history.Info {
+	return history.Info{
+		Room:        rm.cfg.Name,
+		StepSeconds: int(history.Step / time.Second),
+		Points:      rm.cfg.History.Snapshot(rm.cfg.Clock.Now()),
 	}
 }

@@ -2,10 +2,9 @@ package room
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
@@ -20,27 +19,6 @@ import (
 // ever reopens the socket has one turn. A visitor admitted at join has arrived: its
 // request is the one that joined.
 
-// CheckArrive refuses an arrive_ttl that would send back waiters who do arrive: a
-// page without a socket learns of its admission at its next poll (every
-// RefreshSeconds, from queue_ttl, give or take a tenth), so arrive_ttl must outlast
-// two of them. 0 is off.
-func CheckArrive(queueTTL, arriveTTL time.Duration) error {
-	if arriveTTL == 0 {
-		return nil
-	}
-	if floor := arriveFloor(queueTTL); arriveTTL < floor {
-		return fmt.Errorf("arrive_ttl (%v) must be 0 or at least %v: two polls of a waiting page without a socket, with queue_ttl %v",
-			arriveTTL, floor, queueTTL)
-	}
-	return nil
-}
-
-// arriveFloor is the least arrive_ttl under queueTTL (see CheckArrive).
-func arriveFloor(queueTTL time.Duration) time.Duration {
-	poll := time.Duration((&Settings{Runtime: Runtime{QueueTTL: queueTTL}}).refreshSeconds()) * time.Second
-	return max(MinArriveTTL, poll*2*11/10)
-}
-
 // arrived tells the store that the admitted waiter id has arrived: v, which found it
 // admitted with its queued cookie (and was just given its admitted one), is a
 // request through the room. The waiting page's socket is none: it is told and
@@ -48,7 +26,7 @@ func arriveFloor(queueTTL time.Duration) time.Duration {
 // reach the store rather than pass on this instance's recent confirmation. A store
 // error is only logged: at worst the slot is given back and the waiter, coming back,
 // goes first.
-func (rm *Room) arrived(ctx context.Context, v *Visit, s *Settings, id queue.VisitorID) {
+func (rm *Room) arrived(ctx context.Context, v *Visit, s *settings.Snapshot, id queue.VisitorID) {
 	switch {
 	case s.ArriveTTL <= 0:
 	case v.Socket:
@@ -63,7 +41,7 @@ func (rm *Room) arrived(ctx context.Context, v *Visit, s *Settings, id queue.Vis
 // socketOwesArrival says v is the waiting page's own socket, with arrive_ttl on: it
 // must not be taken for the arrival however it comes (see decideAdmittedSocket).
 // Another site's socket is refused later, and is left to the ordinary path.
-func socketOwesArrival(v *Visit, s *Settings) bool {
+func socketOwesArrival(v *Visit, s *settings.Snapshot) bool {
 	return v.Socket && !v.CrossSite && s.ArriveTTL > 0
 }
 

@@ -1,14 +1,15 @@
 package room
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/history"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 )
 
 // Config is what a room is started with: the module's configuration with its
@@ -16,10 +17,8 @@ import (
 // to. It is not changed after New.
 type Config struct {
 	Name string
-	// Runtime are the settings the admin API can change while the room runs, as
-	// configured.
-	Runtime
-	Events []Event
+	// Config are the runtime settings as configured, and the events.
+	settings.Config
 
 	// PerIP caps what one client address may do on this instance; zero: no caps.
 	PerIP PerIP
@@ -46,87 +45,27 @@ type Config struct {
 	Clock    Clock
 	Logger   *zap.Logger
 	Metrics  Metrics
-	History  *History       // the console's last hour, kept across reloads by the module
-	Siblings func() []*Room // the running rooms of this name in this process, this one included
+	History  *history.History // the console's last hour, kept across reloads by the module
+	Siblings func() []*Room   // the running rooms of this name in this process, this one included
 }
-
-// Rate is an admission rate limit: at most Count admissions in any window of Per.
-type Rate struct {
-	Count int
-	Per   time.Duration
-}
-
-// limits reports whether the rate limits anything (a zero rate is none).
-func (r Rate) limits() bool { return r.Count > 0 && r.Per > 0 }
-
-// perSecond is the rate's admissions per second.
-func (r Rate) perSecond() float64 { return float64(r.Count) / r.Per.Seconds() }
-
-// MarshalJSON writes the window as a duration string ("1m0s"), which reads back and
-// reads better than nanoseconds in the admin API and the stored overrides.
-func (r Rate) MarshalJSON() ([]byte, error) {
-	out := struct {
-		Count int    `json:"count"`
-		Per   string `json:"per,omitempty"`
-	}{Count: r.Count}
-	if r.Per > 0 {
-		out.Per = r.Per.String()
-	}
-	return json.Marshal(out)
-}
-
-// UnmarshalJSON reads what MarshalJSON writes; the window may also be nanoseconds.
-func (r *Rate) UnmarshalJSON(b []byte) error {
-	var in struct {
-		Count int             `json:"count"`
-		Per   json.RawMessage `json:"per"`
-	}
-	if err := json.Unmarshal(b, &in); err != nil {
-		return err
-	}
-	r.Count, r.Per = in.Count, 0
-	if len(in.Per) == 0 || string(in.Per) == "null" {
-		return nil
-	}
-	var ns int64
-	if json.Unmarshal(in.Per, &ns) == nil {
-		r.Per = time.Duration(ns)
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(in.Per, &s); err != nil {
-		return fmt.Errorf("rate window: %w", err)
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("rate window: %w", err)
-	}
-	r.Per = d
-	return nil
-}
-
-// Event is a scheduled opening (see the module's Event for what each field means).
-type Event struct {
-	Start, End time.Time
-	Prequeue   time.Duration
-	Shuffle    bool
-	Capacity   int // 0: the room's
-	Rate       *Rate
-	Mode       string
-}
-
-// opens is when the event's queue opens: Start, or the pre-queue's start.
-func (e *Event) opens() time.Time { return e.Start.Add(-e.Prequeue) }
-
-// key names the event's lottery in the store, so that it is drawn once whatever the
-// number of instances (and reloads) that reach the start.
-func (e *Event) key() string { return e.Start.UTC().Format(time.RFC3339Nano) }
 
 // PerIP are the per-address caps (the module's PerIP says what each means).
 type PerIP struct {
 	MaxJoins       int
 	JoinWindow     time.Duration
 	MaxConnections int
+}
+
+// CheckPerIP refuses caps that are negative, or a join window the room cannot keep.
+func CheckPerIP(p PerIP) error {
+	if p.MaxJoins < 0 || p.MaxConnections < 0 || p.JoinWindow < 0 {
+		return fmt.Errorf("per_ip caps must not be negative, got max_joins %d, join_window %v, max_connections %d",
+			p.MaxJoins, p.JoinWindow, p.MaxConnections)
+	}
+	if p.JoinWindow > 0 {
+		return settings.AtLeast("per_ip join_window", p.JoinWindow, settings.MinWindow)
+	}
+	return nil
 }
 
 // Metrics is what the room counts, for the module to export.

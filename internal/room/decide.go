@@ -8,6 +8,7 @@ import (
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
@@ -87,7 +88,7 @@ const (
 // Decision is what a request gets, with what the module must apply.
 type Decision struct {
 	Outcome  Outcome
-	Settings *Settings
+	Settings *settings.Snapshot
 
 	// Visitor is the admitted or queued visitor; Waited how long an admitted one
 	// waited in line (negative: this request does not say).
@@ -271,7 +272,7 @@ func (rm *Room) decide(ctx context.Context, v *Visit, d *Decision) {
 // session ended at session_max.
 func (rm *Room) decideAdmitted(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring, tok token.Token) (decided bool, reason string) {
 	now, s := v.Now, d.Settings
-	if s.sessionOver(tok.Since, now) {
+	if s.SessionOver(tok.Since, now) {
 		since, resumed := rm.resumedSince(ctx, s, tok, now)
 		if !resumed {
 			rm.endSession(ctx, tok.ID)
@@ -304,7 +305,7 @@ func (rm *Room) decideAdmitted(ctx context.Context, v *Visit, d *Decision, keys 
 			return true, ""
 		}
 		// Session lapsed, revoked or removed: a new visitor, at the back.
-		if s.sessionMaxLapsed(tok.Since, now) {
+		if sessionMaxLapsed(s, tok.Since, now) {
 			return false, ReasonSessionMax
 		}
 		return false, ""
@@ -330,7 +331,7 @@ func (rm *Room) decideQueued(ctx context.Context, v *Visit, d *Decision, keys *t
 	case queue.Admitted:
 		if !rm.touchedRecently(tok.ID, now) {
 			rm.cfg.Metrics.Waited(now.Sub(tok.Since))
-			rm.cfg.History.wait(now, now.Sub(tok.Since))
+			rm.cfg.History.Wait(now, now.Sub(tok.Since))
 		}
 		tok.Waited, tok.Since = now.Sub(tok.Since), now
 		rm.admit(d, keys, tok, now)
@@ -440,7 +441,7 @@ func (rm *Room) letIn(d *Decision, keys *token.Keyring, tok token.Token, now tim
 func (rm *Room) holdPlace(d *Decision, keys *token.Keyring, id queue.VisitorID, since, now time.Time, pass bool) {
 	life := token.QueuedLife
 	if d.hasKeyedPlace && id == d.keyedPlace && !d.hasKeyID {
-		life = d.Settings.limits().Keep()
+		life = d.Settings.Limits().Keep()
 	}
 	d.setCookie(keys, token.Token{State: queue.Queued, ID: id, Since: since, Expires: now.Add(life), Pass: pass, Waited: -1})
 }

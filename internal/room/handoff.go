@@ -5,6 +5,7 @@ import (
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
@@ -108,7 +109,7 @@ func (rm *Room) takeHandoff(ctx context.Context, v *Visit, d *Decision, keys *to
 		ok = st.State == queue.Queued || st.State == queue.Admitted
 	} else {
 		to = queue.NewVisitorID()
-		st, ok, err = rm.cfg.Store.Move(ctx, h.ID, to, now, s.limits())
+		st, ok, err = rm.cfg.Store.Move(ctx, h.ID, to, now, s.Limits())
 	}
 	if err != nil {
 		rm.storeError("handoff", err)
@@ -231,6 +232,6 @@ func (rm *Room) cleanHandoff(v *Visit, d *Decision) {
 
 // movedView is what a device whose place moved to another device is told. It
 // offers nothing to do: the place is the other device's now.
-func (rm *Room) movedView(s *Settings) page.View {
-	return page.View{Room: rm.cfg.Name, Status: "moved", Capacity: s.Capacity, RefreshSeconds: s.refreshSeconds()}
+func (rm *Room) movedView(s *settings.Snapshot) page.View {
+	return page.View{Room: rm.cfg.Name, Status: "moved", Capacity: s.Capacity, RefreshSeconds: s.RefreshSeconds()}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
@@ -35,12 +36,9 @@ func (rm *Room) LastOutageLog() time.Time {
 	return time.Time{}
 }
 
-// Limits are the store-facing settings.
-func (s *Settings) Limits() queue.Limits { return s.limits() }
-
 // UnavailableView is what a new visitor is told at now while the store is down and
 // the room fails closed.
-func (rm *Room) UnavailableView(now time.Time) (page.View, *Settings) {
+func (rm *Room) UnavailableView(now time.Time) (page.View, *settings.Snapshot) {
 	s := rm.Settings(now)
 	return rm.unavailableView(s), s
 }

@@ -79,7 +79,7 @@ func (rm *Room) decideKeyed(ctx context.Context, v *Visit, d *Decision, keys *to
 		if at, ok := rm.keyedSince.At(id); ok && !at.After(now) {
 			since = at
 		}
-		if s.sessionOver(since, now) {
+		if s.SessionOver(since, now) {
 			rm.endSession(ctx, id)
 			return false, ReasonSessionMax
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 )
 
 // A keyed client that never sends the room's cookie is ended at session_max as a
@@ -94,7 +95,7 @@ func TestKeyEndedOnEveryInstance(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				one := newKeyedRoom(t, 1, nil)
-				two := New(&Config{Name: one.cfg.Name, Runtime: Runtime{Capacity: 1, SessionTTL: one.cfg.SessionTTL, QueueTTL: one.cfg.QueueTTL},
+				two := New(&Config{Name: one.cfg.Name, Config: settings.Config{Runtime: settings.Runtime{Capacity: 1, SessionTTL: one.cfg.SessionTTL, QueueTTL: one.cfg.QueueTTL}},
 					Secrets: one.cfg.Secrets, Store: one.cfg.Store, Clock: one.clk, Metrics: noMetrics{}})
 				ctx := context.Background()
 				start := one.clk.Now()
@@ -159,8 +160,8 @@ func TestKeySessionMaxToldOnEveryDevice(t *testing.T) {
 	for _, device := range []string{"phone on another instance", "tablet on this instance", "client without a cookie"} {
 		t.Run(device, func(t *testing.T) {
 			one := newKeyedRoom(t, 1, func(c *Config) { c.SessionMax, c.SessionTTL, c.QueueTTL = sessionMax, 5*time.Minute, 5*time.Minute })
-			two := New(&Config{Name: one.cfg.Name, Runtime: Runtime{Capacity: 1, SessionTTL: one.cfg.SessionTTL, QueueTTL: one.cfg.QueueTTL,
-				SessionMax: sessionMax}, Secrets: one.cfg.Secrets, Store: one.cfg.Store, Clock: one.clk, Metrics: noMetrics{}})
+			two := New(&Config{Name: one.cfg.Name, Config: settings.Config{Runtime: settings.Runtime{Capacity: 1, SessionTTL: one.cfg.SessionTTL, QueueTTL: one.cfg.QueueTTL,
+				SessionMax: sessionMax}}, Secrets: one.cfg.Secrets, Store: one.cfg.Store, Clock: one.clk, Metrics: noMetrics{}})
 			start := one.clk.Now()
 			laptop := one.decide(Visit{Key: "alice"})
 			if laptop.Outcome != Admitted {

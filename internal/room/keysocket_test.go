@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 )
 
 // A keyed place whose client only ever opens the waiting socket with its key (an
@@ -20,7 +22,7 @@ func TestKeyedSocketIsNoArrival(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			const queueTTL = 10 * time.Second
-			arriveTTL := arriveFloor(queueTTL)
+			arriveTTL := settings.ArriveFloor(queueTTL)
 			k := newKeyedRoom(t, 1, func(c *Config) {
 				c.SessionTTL, c.QueueTTL, c.AwayTTL, c.ArriveTTL = time.Hour, queueTTL, 10*time.Minute, arriveTTL
 			})

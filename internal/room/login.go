@@ -20,10 +20,10 @@ import (
 // cookie's id is marked moved. When the key already holds a place, that place is the
 // visitor's, and the cookie's lapses as an abandoned one does.
 func (rm *Room) followLogIn(ctx context.Context, v *Visit, d *Decision, keys *token.Keyring, tok token.Token) bool {
-	if tok.State == queue.Admitted && d.Settings.sessionOver(tok.Since, v.Now) {
+	if tok.State == queue.Admitted && d.Settings.SessionOver(tok.Since, v.Now) {
 		return false // a session past session_max is over, whoever holds it
 	}
-	st, moved, err := rm.cfg.Store.Move(ctx, tok.ID, d.keyID, v.Now, d.Settings.limits())
+	st, moved, err := rm.cfg.Store.Move(ctx, tok.ID, d.keyID, v.Now, d.Settings.Limits())
 	if err != nil {
 		rm.storeError("move", err)
 		rm.degrade(d)
@@ -42,7 +42,7 @@ func (rm *Room) followLogIn(ctx context.Context, v *Visit, d *Decision, keys *to
 	case st.State == queue.Admitted && tok.State == queue.Queued:
 		// Let in while it waited: this request is its arrival, as in decideQueued.
 		rm.cfg.Metrics.Waited(now.Sub(tok.Since))
-		rm.cfg.History.wait(now, now.Sub(tok.Since))
+		rm.cfg.History.Wait(now, now.Sub(tok.Since))
 		rm.admit(d, keys, token.Token{ID: d.keyID, Since: now, Pass: tok.Pass, Waited: now.Sub(tok.Since)}, now)
 		rm.arrived(ctx, v, d.Settings, d.keyID)
 		return true

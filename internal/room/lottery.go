@@ -3,6 +3,7 @@ package room
 import (
 	"context"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 	"go.uber.org/zap"
 )
 
@@ -10,11 +11,11 @@ import (
 // instance to get here shuffles the queue in the store, the others (and later calls
 // here) find it drawn. It is called before any join or admission step at or after the
 // start, so every later arrival queues behind the drawn waiters.
-func (rm *Room) drawLots(ctx context.Context, s *Settings) {
+func (rm *Room) drawLots(ctx context.Context, s *settings.Snapshot) {
 	if s.Event == nil || s.Prequeue || !s.Event.Shuffle {
 		return
 	}
-	key := s.Event.key()
+	key := s.Event.Key()
 	if _, done := rm.drawn.Load(key); done {
 		return
 	}

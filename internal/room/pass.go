@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
@@ -31,8 +32,8 @@ const (
 //
 // unproven says the visitor skipped the proof of work on the strength of its pass
 // alone (see challenge): if the pass turns out spent, nothing is joined (passSpent).
-func (rm *Room) joinNew(ctx context.Context, keys *token.Keyring, id queue.VisitorID, text string, invited, unproven bool, now time.Time, s *Settings) (queue.Status, passCheck, error) {
-	lim := s.limits()
+func (rm *Room) joinNew(ctx context.Context, keys *token.Keyring, id queue.VisitorID, text string, invited, unproven bool, now time.Time, s *settings.Snapshot) (queue.Status, passCheck, error) {
+	lim := s.Limits()
 	check := passNone
 	if text != "" && s.Mode != queue.ModePassthrough {
 		check = passInvalid
@@ -84,7 +85,7 @@ func (rm *Room) rejoinInvited(ctx context.Context, tok token.Token) bool {
 // invitedOut reports whether a visitor with tok may not go on under s: in invite_only
 // mode, a waiter who came without a pass. (Visitors admitted before the room became
 // invite-only keep their session.) Such a waiter is taken out of the line.
-func (rm *Room) invitedOut(ctx context.Context, tok token.Token, s *Settings) bool {
+func (rm *Room) invitedOut(ctx context.Context, tok token.Token, s *settings.Snapshot) bool {
 	if s.Mode != queue.ModeInviteOnly || tok.Pass {
 		return false
 	}

@@ -35,7 +35,7 @@ func (rm *Room) Preview(state string, position int, lang string) ([]byte, http.H
 		Active:         s.Capacity,
 		Capacity:       s.Capacity,
 		ETASeconds:     &eta,
-		RefreshSeconds: s.refreshSeconds(),
+		RefreshSeconds: s.RefreshSeconds(),
 	}
 	switch state {
 	case "prequeue":

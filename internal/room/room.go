@@ -12,9 +12,11 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/history"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
@@ -24,9 +26,9 @@ import (
 type Room struct {
 	cfg *Config
 
-	keys     atomic.Pointer[token.Keyring] // nil until a secret is agreed
-	stats    atomic.Pointer[queue.Stats]   // last counters the loop read
-	settings atomic.Pointer[Settings]      // what the room runs with (settings.go)
+	keys     atomic.Pointer[token.Keyring]     // nil until a secret is agreed
+	stats    atomic.Pointer[queue.Stats]       // last counters the loop read
+	settings atomic.Pointer[settings.Snapshot] // what the room runs with (settings.go)
 	est      *queue.Estimator
 	hub      *push.Hub
 	ips      *ipCounters
@@ -46,12 +48,9 @@ type Room struct {
 	wg       sync.WaitGroup // the goroutines Start started
 	stopOnce sync.Once
 
-	// meter is what this instance measured of the shop (capacity.Meter), and steering its
-	// part in the adaptive capacity (steering.go), under steerMu: tick runs on the
-	// loop and on admin calls.
-	meter    capacity.Meter
-	steerMu  sync.Mutex
-	steering steering
+	// steering is the room's part in the fleet's adaptive capacity, with its meter
+	// of the shop (steering.go).
+	steering capacity.Steering
 
 	lastErrLog atomic.Int64
 	errCount   atomic.Int64
@@ -79,7 +78,7 @@ func New(cfg *Config) *Room {
 		cfg.ParseDuration = time.ParseDuration
 	}
 	if cfg.History == nil {
-		cfg.History = NewHistory()
+		cfg.History = history.New()
 	}
 	if cfg.Siblings == nil {
 		cfg.Siblings = func() []*Room { return nil }
@@ -96,7 +95,7 @@ func New(cfg *Config) *Room {
 		rm.keys.Store(token.NewKeyring(cfg.Name, cfg.Secrets))
 	}
 	rm.hub = push.New(hubRoom{rm}, cfg.Store, heartbeatEvery(cfg.QueueTTL))
-	rm.settings.Store(settingsAt(cfg, Overrides{}, cfg.Clock.Now()))
+	rm.settings.Store(settings.At(&cfg.Config, settings.Overrides{}, cfg.Clock.Now()))
 	return rm
 }
 
@@ -107,6 +106,7 @@ func (rm *Room) Name() string { return rm.cfg.Name }
 func (rm *Room) Start(ctx context.Context) {
 	c, cancel := context.WithCancel(ctx)
 	rm.cancel = cancel
+	rm.warnReplacedSecret()
 	rm.tick(c) // agree on a secret and read the counters before the first request
 	rm.wg.Add(2)
 	go func() { defer rm.wg.Done(); rm.run(c) }()
@@ -125,6 +125,30 @@ func (rm *Room) Stop() {
 		rm.wg.Wait()
 		rm.hub.Wait()
 	})
+}
+
+// warnReplacedSecret warns when the configured secrets do not accept the cookies a
+// running room of the same name signs (a reload that changed secret without listing
+// the old one after it): every visitor holding one is then a stranger, and the places
+// and sessions they hold stay until they lapse. The room does not release them: it
+// cannot read their cookies to tell which they are, and on a fleet the instances not
+// yet reloaded still sign with the old secret and honour those sessions, which a
+// release would let in beyond capacity.
+func (rm *Room) warnReplacedSecret() {
+	keys := rm.keys.Load()
+	if rm.cfg.Secrets == nil || keys == nil {
+		return // agreed through the store, which keeps the one in use
+	}
+	for _, running := range rm.cfg.Siblings() {
+		if old := running.Keys(); running != rm && old != nil && !keys.Accepts(old, rm.cfg.Clock.Now()) {
+			rm.cfg.Logger.Warn("the room's secret changed and the one it signed with is not listed as a previous secret: "+
+				"every cookie given out so far no longer holds, so admitted visitors come back as new visitors "+
+				"while their old sessions hold their slots until session_ttl, and waiters lose their places; "+
+				"to rotate, list the old secret after the new one (secret <new> <old>) until session_ttl has passed",
+				zap.String("room", rm.cfg.Name), zap.Duration("session_ttl", rm.cfg.SessionTTL))
+			return
+		}
+	}
 }
 
 // kick asks for an admission step now (a slot was freed) without waiting for it.
@@ -172,7 +196,7 @@ func (rm *Room) tick(ctx context.Context) {
 	p := rm.Settings(now)
 	rm.drawLots(ctx, p)
 	rm.recordFleet(ctx, now, p.QueueTTL)
-	res, err := rm.cfg.Store.Step(ctx, now, p.limits())
+	res, err := rm.cfg.Store.Step(ctx, now, p.Limits())
 	if err != nil {
 		rm.storeError("admission step", err)
 		return
@@ -187,7 +211,7 @@ func (rm *Room) tick(ctx context.Context) {
 	}
 	rm.stats.Store(&st)
 	rm.est.Observe(now, st.AdmittedTotal)
-	rm.cfg.History.observe(now, &st)
+	rm.cfg.History.Observe(now, &st)
 	rm.steer(ctx, now, p, &st)
 	p = rm.Settings(now) // the capacity steer may have set
 	rm.cfg.Metrics.Counters(&st, p.Capacity)
@@ -196,7 +220,7 @@ func (rm *Room) tick(ctx context.Context) {
 		target = p.Adapt.Latency
 	}
 	rm.cfg.Metrics.LatencyTarget(target)
-	rm.cfg.History.settings(now, p.Capacity, target)
+	rm.cfg.History.Settings(now, p.Capacity, target)
 }
 
 // agreeSecret makes sure the room has a signing secret. A configured secret is set

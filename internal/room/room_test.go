@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 )
 
 // testSecret is a secret of the least length a room takes.
@@ -59,7 +60,7 @@ func testConfig(capacity int, configure func(*Config)) (*Config, *testClock) {
 	clk := &testClock{now: time.Unix(1_800_000_000, 0)}
 	cfg := &Config{
 		Name:    "test",
-		Runtime: Runtime{Capacity: capacity, SessionTTL: time.Minute, QueueTTL: 30 * time.Second},
+		Config:  settings.Config{Runtime: settings.Runtime{Capacity: capacity, SessionTTL: time.Minute, QueueTTL: 30 * time.Second}},
 		Secrets: [][]byte{testSecret},
 		Store:   queue.NewMemoryStore(),
 		Clock:   clk,

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
 
@@ -14,34 +15,27 @@ import (
 // says ("reason" in JSON, the page's notice).
 const ReasonSessionMax = "session_max"
 
-// sessionOver reports whether the admitted session that began at since has reached
-// session_max: decided from the cookie alone, so the admitted hot path makes no store
-// call for it.
-func (s *Settings) sessionOver(since, now time.Time) bool {
-	return s.SessionMax > 0 && now.Sub(since) >= s.SessionMax
-}
-
 // resumedSince is the start of tok's session as the store counts it, when the store
 // holds the session as begun after the cookie says and, by that start, session_max
 // has not run out: the memory store resumes its clocks after a restart, so the
 // downtime counts against nobody, while the cookie's start is the wall clock's. The
 // store is asked once a session, when the cookie says it is over; the cookie the
 // visitor is given then carries the store's start.
-func (rm *Room) resumedSince(ctx context.Context, s *Settings, tok token.Token, now time.Time) (time.Time, bool) {
+func (rm *Room) resumedSince(ctx context.Context, s *settings.Snapshot, tok token.Token, now time.Time) (time.Time, bool) {
 	st, err := rm.cfg.Store.Status(ctx, tok.ID, now)
-	if err != nil || st.State != queue.Admitted || st.Since.Unix() <= tok.Since.Unix() || s.sessionOver(st.Since, now) {
+	if err != nil || st.State != queue.Admitted || st.Since.Unix() <= tok.Since.Unix() || s.SessionOver(st.Since, now) {
 		return time.Time{}, false
 	}
 	return st.Since, true
 }
 
-// sessionMaxLapsed reports whether a session the store no longer holds most likely
+// sessionMaxLapsed reports whether a session the store no longer holds under s most likely
 // ended at session_max. The cookie's admission time is when the visitor came in after
 // the store admitted them from the line (the reload after the push, or the next poll),
 // so the store's own session_max ends the session up to that lag earlier than the
 // cookie says.
-func (s *Settings) sessionMaxLapsed(since, now time.Time) bool {
-	lag := time.Duration(s.refreshSeconds())*time.Second + stepEvery
+func sessionMaxLapsed(s *settings.Snapshot, since, now time.Time) bool {
+	lag := time.Duration(s.RefreshSeconds())*time.Second + stepEvery
 	return s.SessionMax > 0 && now.Sub(since) >= s.SessionMax-lag
 }
 

@@ -3,6 +3,8 @@ package room
 import (
 	"testing"
 	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 )
 
 // Every request reads one snapshot; it is made anew when the time leaves the event
@@ -12,7 +14,7 @@ func TestSettingsFollowTheEventPhase(t *testing.T) {
 	base := time.Unix(1_800_000_000, 0)
 	start, end := base.Add(time.Hour), base.Add(2*time.Hour)
 	cfg, _ := testConfig(5, func(c *Config) {
-		c.Events = []Event{{Start: start, End: end, Prequeue: 10 * time.Minute, Capacity: 50}}
+		c.Events = []settings.Event{{Start: start, End: end, Prequeue: 10 * time.Minute, Capacity: 50}}
 	})
 	rm := New(cfg) // not started: no tick makes a snapshot behind the test's back
 	for _, tc := range []struct {

@@ -53,7 +53,7 @@ func fleet(t *testing.T, n, roomCapacity int, a capacity.Targets) ([]*Room, *tes
 // fill joins n visitors: capacity of them are admitted, the rest wait.
 func fill(t *testing.T, rm *Room, n int, now time.Time) {
 	t.Helper()
-	lim := rm.Settings(now).limits()
+	lim := rm.Settings(now).Limits()
 	for range n {
 		if _, err := rm.cfg.Store.Join(context.Background(), queue.NewVisitorID(), now, lim); err != nil {
 			t.Fatal(err)
@@ -88,7 +88,7 @@ func runPeriodWith(rooms []*Room, clk *testClock, serve func(*Room)) {
 	next := capacity.PeriodStart(capacity.PeriodOf(clk.Now()) + 1)
 	clk.set(next.Add(time.Millisecond))
 	tickAll(rooms) // reports
-	clk.set(next.Add(reportGrace + time.Millisecond))
+	clk.set(next.Add(capacity.ReportGrace + time.Millisecond))
 	tickAll(rooms) // one of them decides
 }
 

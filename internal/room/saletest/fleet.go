@@ -7,6 +7,7 @@ import (
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 )
 
 // step is how far the clock moves between two admission steps: the room's own
@@ -89,7 +90,7 @@ func (s *sale) tick() {
 }
 
 // settings are instance i's settings now.
-func (s *sale) settings(i int) *room.Settings { return s.fleet[i].room.Settings(s.clock.Now()) }
+func (s *sale) settings(i int) *settings.Snapshot { return s.fleet[i].room.Settings(s.clock.Now()) }
 
 // store is the fleet's store as one instance sees it.
 func (s *sale) store() queue.Store { return s.fleet[0].store }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
-	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 )
 
 // revoke is the shop ending a session at checkout, through a random instance.
@@ -41,15 +41,15 @@ func (s *sale) operate() {
 		modes := []any{queue.ModeFIFO, queue.ModeQueueAll, queue.ModeRandom, queue.ModeReject, nil, nil}
 		body = map[string]any{"mode": modes[s.rng.IntN(len(modes))]}
 	case 6:
-		body = map[string]any{"session_ttl": secs(room.MinSessionTTL + time.Duration(s.rng.IntN(20))*time.Second)}
+		body = map[string]any{"session_ttl": secs(settings.MinSessionTTL + time.Duration(s.rng.IntN(20))*time.Second)}
 	case 7:
-		body = map[string]any{"queue_ttl": secs(room.MinQueueTTL + time.Duration(s.rng.IntN(10))*time.Second)}
+		body = map[string]any{"queue_ttl": secs(settings.MinQueueTTL + time.Duration(s.rng.IntN(10))*time.Second)}
 	case 8:
 		body = map[string]any{"away_ttl": secs(time.Duration(s.rng.IntN(60)) * time.Second), "session_max": nil}
 	case 9:
-		body = map[string]any{"session_max": secs(room.MinSessionMax + time.Duration(s.rng.IntN(20))*time.Second)}
+		body = map[string]any{"session_max": secs(settings.MinSessionMax + time.Duration(s.rng.IntN(20))*time.Second)}
 	case 10:
-		body = map[string]any{"arrive_ttl": secs(room.MinArriveTTL + time.Duration(s.rng.IntN(10))*time.Second)}
+		body = map[string]any{"arrive_ttl": secs(settings.MinArriveTTL + time.Duration(s.rng.IntN(10))*time.Second)}
 	default:
 		if s.rng.IntN(4) == 0 {
 			err := rm.Reset(s.ctx)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/room"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 )
 
 // scenario is what one seed draws: the room's settings, the fleet's size and the cast.
@@ -31,21 +32,21 @@ func draw(rng *rand.Rand) scenario {
 	c := &sc.cfg
 	c.Capacity = 1 + rng.IntN(4)
 	c.Secrets = [][]byte{[]byte("the hostile sale's own secret, 32+ bytes")}
-	c.SessionTTL = room.MinSessionTTL + time.Duration(rng.IntN(20))*time.Second
-	c.QueueTTL = room.MinQueueTTL + time.Duration(rng.IntN(10))*time.Second
+	c.SessionTTL = settings.MinSessionTTL + time.Duration(rng.IntN(20))*time.Second
+	c.QueueTTL = settings.MinQueueTTL + time.Duration(rng.IntN(10))*time.Second
 	if rng.IntN(3) > 0 {
 		c.AwayTTL = c.QueueTTL + time.Duration(5+rng.IntN(55))*time.Second
 	}
 	if rng.IntN(2) == 0 {
-		c.SessionMax = room.MinSessionMax + time.Duration(rng.IntN(30))*time.Second
+		c.SessionMax = settings.MinSessionMax + time.Duration(rng.IntN(30))*time.Second
 	}
 	if rng.IntN(3) > 0 {
-		for c.ArriveTTL = room.MinArriveTTL; room.CheckArrive(c.QueueTTL, c.ArriveTTL) != nil; c.ArriveTTL += time.Second {
+		for c.ArriveTTL = settings.MinArriveTTL; settings.CheckArrive(c.QueueTTL, c.ArriveTTL) != nil; c.ArriveTTL += time.Second {
 		}
 		c.ArriveTTL += time.Duration(rng.IntN(8)) * time.Second
 	}
 	if rng.IntN(5) == 0 {
-		c.Rate = room.Rate{Count: 1 + rng.IntN(3), Per: time.Duration(1+rng.IntN(5)) * time.Second}
+		c.Rate = settings.Rate{Count: 1 + rng.IntN(3), Per: time.Duration(1+rng.IntN(5)) * time.Second}
 	}
 	sc.honest = 3 + rng.IntN(10)
 	sc.sleepers = rng.IntN(sc.honest/2 + 1)

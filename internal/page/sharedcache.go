@@ -1,11 +1,11 @@
-package waitingroom
+package page
 
 import (
 	"net/http"
 	"strings"
 )
 
-// keepFromSharedCaches makes an upstream answer that carries the room's Set-Cookie
+// KeepFromSharedCaches makes an upstream answer that carries the room's Set-Cookie
 // private: a shared cache (a CDN, a caching proxy) that stored it would hand that
 // visitor's cookie, an admitted session, to everyone it serves the answer to. The
 // upstream's other directives stay; "public" and "s-maxage" (which only speak to
@@ -15,7 +15,7 @@ import (
 // Only the answers the room sets or clears its cookie on come here (the admitted
 // visitor's first answer, one every queue.TouchEvery, a revoke): the admitted hot path
 // never does.
-func keepFromSharedCaches(h http.Header) {
+func KeepFromSharedCaches(h http.Header) {
 	lines := h["Cache-Control"]
 	var kept strings.Builder
 	for _, line := range lines {

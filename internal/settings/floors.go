@@ -1,8 +1,7 @@
-package room
+package settings
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
@@ -36,12 +35,6 @@ const (
 	// are decided every stepEvery, and a window much below a second cannot be kept as
 	// written (a rate of 1 per 100ms admits at the step's pace, not ten a second).
 	MinWindow = time.Second
-
-	// MinSecret is the least length of a signing secret, in bytes: a shorter HMAC key
-	// is found from one cookie by brute force (two bytes took 0.01 s), and then anyone
-	// can sign admitted cookies and passes. 32 bytes (256 bits) is what HMAC-SHA256 can
-	// give.
-	MinSecret = 32
 )
 
 // AtLeast refuses d below floor, saying both.
@@ -52,22 +45,23 @@ func AtLeast(name string, d, floor time.Duration) error {
 	return nil
 }
 
-// CheckSecret refuses a secret (after its placeholders are expanded) that is empty
-// or shorter than MinSecret. what is "secret" or "previous secret"; configured is the
-// text as written, named in the error only when it is a placeholder (a literal secret
-// is never echoed).
-func CheckSecret(what, configured, expanded string) error {
-	if strings.Contains(configured, "{") {
-		what += " " + configured
+// CheckArrive refuses an arrive_ttl that would send back waiters who do arrive: a
+// page without a socket learns of its admission at its next poll (every
+// RefreshSeconds, from queue_ttl, give or take a tenth), so arrive_ttl must outlast
+// two of them. 0 is off.
+func CheckArrive(queueTTL, arriveTTL time.Duration) error {
+	if arriveTTL == 0 {
+		return nil
 	}
-	switch {
-	case expanded == "":
-		if env, ok := strings.CutPrefix(configured, "{env."); ok && strings.HasSuffix(env, "}") && !strings.Contains(env, "{") {
-			return fmt.Errorf("%s is empty: set %s in the environment Caddy runs in", what, strings.TrimSuffix(env, "}"))
-		}
-		return fmt.Errorf("%s is empty after expanding placeholders", what)
-	case len(expanded) < MinSecret:
-		return fmt.Errorf("%s must be at least %d bytes, got %d: a short key is found from one cookie by brute force", what, MinSecret, len(expanded))
+	if floor := ArriveFloor(queueTTL); arriveTTL < floor {
+		return fmt.Errorf("arrive_ttl (%v) must be 0 or at least %v: two polls of a waiting page without a socket, with queue_ttl %v",
+			arriveTTL, floor, queueTTL)
 	}
 	return nil
+}
+
+// ArriveFloor is the least arrive_ttl under queueTTL (see CheckArrive).
+func ArriveFloor(queueTTL time.Duration) time.Duration {
+	poll := time.Duration((&Snapshot{Runtime: Runtime{QueueTTL: queueTTL}}).RefreshSeconds()) * time.Second
+	return max(MinArriveTTL, poll*2*11/10)
 }

@@ -1,4 +1,7 @@
-package room
+// Package history is a room's last hour, a minute a point, as the operators' console
+// charts it: the admissions per minute, the wait in line, the people in and waiting,
+// the capacity in force and the shop's p90 against the adaptive capacity's target.
+package history
 
 import (
 	"slices"
@@ -14,11 +17,11 @@ import (
 // store's admitted_total); waits are those of the waiters this instance let in (the
 // store keeps no waits), so on a fleet each instance charts its own share of them.
 const (
-	historyStep   = time.Minute
-	historyPoints = 60
-	// historyWaits bounds the waits a minute keeps for its quantiles; past it, a
+	Step       = time.Minute
+	pointsKept = 60
+	// waitsKept bounds the waits a minute keeps for its quantiles; past it, a
 	// uniform sample of them (reservoir) stands for the minute.
-	historyWaits = 2048
+	waitsKept = 2048
 )
 
 // History is one room's last hour on this instance. The module keeps it across
@@ -26,7 +29,7 @@ const (
 // blank the console's last hour.
 type History struct {
 	mu     sync.Mutex
-	points []HistoryPoint // closed minutes, oldest first, at most historyPoints
+	points []Point // closed minutes, oldest first, at most pointsKept
 	cur    minute
 	seen   uint64 // waits offered to cur (for the reservoir)
 	rng    uint64
@@ -48,8 +51,8 @@ type minute struct {
 	shop     queue.Sample
 }
 
-// HistoryPoint is one minute of the history, as the admin API gives it.
-type HistoryPoint struct {
+// Point is one minute of the history, as the admin API gives it.
+type Point struct {
 	At time.Time `json:"at"`
 	// Admissions are the room's admissions (every instance) in this minute: the
 	// admissions per minute. For the minute in progress (Partial), those so far.
@@ -71,14 +74,14 @@ type HistoryPoint struct {
 	TargetSeconds  *float64 `json:"target_seconds"`
 }
 
-// NewHistory is an empty history.
-func NewHistory() *History { return &History{rng: 0x9e3779b97f4a7c15} }
+// New is an empty history.
+func New() *History { return &History{rng: 0x9e3779b97f4a7c15} }
 
 // Destruct lets go of the history when the last config with its room is gone.
 func (hs *History) Destruct() error { return nil }
 
-// observe records the room's counters at now (each admission tick).
-func (hs *History) observe(now time.Time, st *queue.Stats) {
+// Observe records the room's counters at now (each admission tick).
+func (hs *History) Observe(now time.Time, st *queue.Stats) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	hs.roll(now)
@@ -91,29 +94,29 @@ func (hs *History) observe(now time.Time, st *queue.Stats) {
 	hs.cur.active, hs.cur.queued = st.Active, st.Waiting
 }
 
-// settings records the capacity in force and the p90 target (0: off) at now.
-func (hs *History) settings(now time.Time, capacity int, target time.Duration) {
+// Settings records the capacity in force and the p90 target (0: off) at now.
+func (hs *History) Settings(now time.Time, capacity int, target time.Duration) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	hs.roll(now)
 	hs.cur.capacity, hs.cur.target = capacity, target
 }
 
-// measured adds what this instance measured of the shop, taken at now.
-func (hs *History) measured(now time.Time, s *queue.Sample) {
+// Measured adds what this instance measured of the shop, taken at now.
+func (hs *History) Measured(now time.Time, s *queue.Sample) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	hs.roll(now)
 	hs.cur.shop.Add(*s)
 }
 
-// wait records that a waiter this instance let in had waited d.
-func (hs *History) wait(now time.Time, d time.Duration) {
+// Wait records that a waiter this instance let in had waited d.
+func (hs *History) Wait(now time.Time, d time.Duration) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	hs.roll(now)
 	hs.seen++
-	if len(hs.cur.waits) < historyWaits {
+	if len(hs.cur.waits) < waitsKept {
 		hs.cur.waits = append(hs.cur.waits, d.Seconds())
 		return
 	}
@@ -121,20 +124,20 @@ func (hs *History) wait(now time.Time, d time.Duration) {
 	hs.rng ^= hs.rng << 13
 	hs.rng ^= hs.rng >> 7
 	hs.rng ^= hs.rng << 17
-	if j := hs.rng % hs.seen; j < historyWaits {
+	if j := hs.rng % hs.seen; j < waitsKept {
 		hs.cur.waits[j] = d.Seconds()
 	}
 }
 
 // roll closes the minute in progress when now is past it. Called with hs.mu held.
 func (hs *History) roll(now time.Time) {
-	start := now.Truncate(historyStep)
+	start := now.Truncate(Step)
 	if hs.cur.start.Equal(start) {
 		return
 	}
 	if !hs.cur.start.IsZero() && start.After(hs.cur.start) {
 		hs.points = append(hs.points, hs.cur.point())
-		if n := len(hs.points) - historyPoints; n > 0 {
+		if n := len(hs.points) - pointsKept; n > 0 {
 			hs.points = slices.Delete(hs.points, 0, n)
 		}
 	}
@@ -148,8 +151,8 @@ func (hs *History) roll(now time.Time) {
 }
 
 // point is the minute as a history point.
-func (m *minute) point() HistoryPoint {
-	p := HistoryPoint{At: m.start, Active: m.active, Waiting: m.queued, Waits: len(m.waits),
+func (m *minute) point() Point {
+	p := Point{At: m.start, Active: m.active, Waiting: m.queued, Waits: len(m.waits),
 		Admissions: m.lastAdmitted - m.firstAdmitted, Capacity: m.capacity}
 	if m.shop.Count() > 0 {
 		p90 := m.shop.Percentile(0.9).Seconds()
@@ -174,8 +177,8 @@ func quantile(sorted []float64, q float64) float64 {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
-// snapshot is the last hour up to now: the closed minutes and the one in progress.
-func (hs *History) snapshot(now time.Time) []HistoryPoint {
+// Snapshot is the last hour up to now: the closed minutes and the one in progress.
+func (hs *History) Snapshot(now time.Time) []Point {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	hs.roll(now)
@@ -188,18 +191,9 @@ func (hs *History) snapshot(now time.Time) []HistoryPoint {
 	return out
 }
 
-// HistoryInfo is the admin API's history object (docs/admin-api.md#history).
-type HistoryInfo struct {
-	Room        string         `json:"room"`
-	StepSeconds int            `json:"step_seconds"`
-	Points      []HistoryPoint `json:"points"`
-}
-
-// History is the room's last hour on this instance, a point a minute, oldest first.
-func (rm *Room) History() HistoryInfo {
-	return HistoryInfo{
-		Room:        rm.cfg.Name,
-		StepSeconds: int(historyStep / time.Second),
-		Points:      rm.cfg.History.snapshot(rm.cfg.Clock.Now()),
-	}
+// Info is the admin API's history object (docs/admin-api.md#history).
+type Info struct {
+	Room        string  `json:"room"`
+	StepSeconds int     `json:"step_seconds"`
+	Points      []Point `json:"points"`
 }

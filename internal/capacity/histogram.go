@@ -1,12 +1,11 @@
-package waitingroom
+package capacity
 
 import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ttfbBounds are the upper bounds, in seconds, of the shop's time-to-first-byte
@@ -32,40 +31,42 @@ var ttfbBucketOf = func() [queue.LatencyBuckets]int {
 	return m
 }()
 
-// ttfbHistogram is caddy_waiting_room_upstream_ttfb_seconds. The rooms fill it from
-// the samples their meters take each control period (room.Metrics.Measured), not
-// request by request: the admitted request pays for the meter's one histogram only,
-// and a second, Prometheus's (a count, a bucket and a compare-and-swap on the sum),
-// would cost about as much again on the hot path.
-type ttfbHistogram struct {
+// A Histogram is the shop's time to first byte as Prometheus reads it
+// (caddy_waiting_room_upstream_ttfb_seconds), per room. The rooms fill it from the
+// samples their meters take each control period, not request by request: the
+// admitted request pays for the meter's one histogram only, and a second,
+// Prometheus's (a count, a bucket and a compare-and-swap on the sum), would cost about
+// as much again on the hot path.
+type Histogram struct {
 	desc  *prometheus.Desc
 	mu    sync.Mutex
-	rooms map[string]*ttfbCounts
+	rooms map[string]*histogramCounts
 }
 
-// ttfbCounts are one room's cumulative counts: per bound, all, and the total time.
-type ttfbCounts struct {
+// histogramCounts are one room's cumulative counts: per bound, all, and the total time.
+type histogramCounts struct {
 	buckets [ttfbBucketCount]uint64
 	count   uint64
 	sum     time.Duration
 }
 
-func newTTFBHistogram() *ttfbHistogram {
-	return &ttfbHistogram{
+// NewHistogram is an empty histogram, of no room yet.
+func NewHistogram() *Histogram {
+	return &Histogram{
 		desc: prometheus.NewDesc("caddy_waiting_room_upstream_ttfb_seconds",
 			"The shop's time to first byte for the requests of admitted visitors, from when it had each whole (handed on, its body read) to its response's header (this instance).",
 			[]string{"room"}, nil),
-		rooms: map[string]*ttfbCounts{},
+		rooms: map[string]*histogramCounts{},
 	}
 }
 
-// add counts a room's sample, taken with its total time.
-func (h *ttfbHistogram) add(room string, s *queue.Sample, total time.Duration) {
+// Add counts a room's sample, taken with its total time.
+func (h *Histogram) Add(room string, s *queue.Sample, total time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := h.rooms[room]
 	if c == nil {
-		c = new(ttfbCounts)
+		c = new(histogramCounts)
 		h.rooms[room] = c
 	}
 	for i, n := range s.Latency {
@@ -80,18 +81,19 @@ func (h *ttfbHistogram) add(room string, s *queue.Sample, total time.Duration) {
 	c.sum += total
 }
 
-// start makes room's series exist, at zero, from the moment it is provisioned.
-func (h *ttfbHistogram) start(room string) { h.add(room, &queue.Sample{}, 0) }
+// Start makes room's series exist, at zero, from the moment it is provisioned.
+func (h *Histogram) Start(room string) { h.Add(room, &queue.Sample{}, 0) }
 
-func (h *ttfbHistogram) delete(room string) {
+func (h *Histogram) Delete(room string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.rooms, room)
 }
 
-func (h *ttfbHistogram) Describe(ch chan<- *prometheus.Desc) { ch <- h.desc }
+// Describe and Collect make it a prometheus.Collector.
+func (h *Histogram) Describe(ch chan<- *prometheus.Desc) { ch <- h.desc }
 
-func (h *ttfbHistogram) Collect(ch chan<- prometheus.Metric) {
+func (h *Histogram) Collect(ch chan<- prometheus.Metric) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for room, c := range h.rooms {

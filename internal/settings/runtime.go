@@ -1,9 +1,12 @@
-package room
+package settings
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,9 +16,9 @@ import (
 )
 
 // Runtime are the settings the admin API can change while the room runs. They are
-// part of the room's Config (what it is configured with) and of each Settings
-// snapshot (what is in force), and the admin API shows the configured ones as its
-// `configured` object, as MarshalJSON writes them.
+// part of the room's Config (what it is configured with) and of each Snapshot (what
+// is in force), and the admin API shows the configured ones as its `configured`
+// object, as MarshalJSON writes them.
 //
 // Each is defined once: its field here and its entry in runtimeSettings below, which
 // holds its name, its check (with its one message, which the Caddyfile, the JSON
@@ -33,14 +36,14 @@ type Runtime struct {
 	QueueTTL   time.Duration
 	AwayTTL    time.Duration // 0: a place is lost at queue_ttl
 	SessionMax time.Duration // 0: off
-	ArriveTTL  time.Duration // 0: off (arrive.go)
+	ArriveTTL  time.Duration // 0: off (internal/room/arrive.go)
 
 	// Message is told to the line; ProofOfWork is the difficulty a new visitor's
 	// proof must meet, 0 when off.
 	Message     string
 	ProofOfWork int
 	// Adapt turns the adaptive capacity on (nil: off), Capacity being where it
-	// starts; in a Settings, while it is on, Capacity is the one it chose.
+	// starts; in a Snapshot, while it is on, Capacity is the one it chose.
 	Adapt *capacity.Targets
 }
 
@@ -49,10 +52,11 @@ type runtimeSetting struct {
 	name string
 	// check refuses r's value of the setting, if the room cannot run it.
 	check func(r *Runtime) error
-	// patch reads a PATCH value into o; "null" restores the configured value.
-	patch func(rm *Room, o *Overrides, raw json.RawMessage) error
+	// patch reads a PATCH value into o; "null" restores the configured value. Its
+	// errors are the caller's mistakes.
+	patch func(p *Patching, o *Overrides, raw json.RawMessage) error
 	// apply lets o's value, if any, win in s.
-	apply func(s *Settings, o *Overrides)
+	apply func(s *Snapshot, o *Overrides)
 	// show is r's value as the admin API writes it.
 	show func(r *Runtime) any
 }
@@ -94,10 +98,10 @@ func CheckRuntime(r Runtime) error {
 var runtimeSettings = []runtimeSetting{
 	{name: "capacity",
 		check: func(r *Runtime) error { return CheckCapacity(r.Capacity) },
-		patch: func(_ *Room, o *Overrides, raw json.RawMessage) error {
+		patch: func(_ *Patching, o *Overrides, raw json.RawMessage) error {
 			return patchValue(&o.Capacity, "capacity", "a whole number", raw, CheckCapacity)
 		},
-		apply: func(s *Settings, o *Overrides) {
+		apply: func(s *Snapshot, o *Overrides) {
 			if o.Capacity != nil {
 				s.Capacity = *o.Capacity
 			}
@@ -110,14 +114,14 @@ var runtimeSettings = []runtimeSetting{
 			}
 			return CheckRate(r.Rate)
 		},
-		patch: func(rm *Room, o *Overrides, raw json.RawMessage) error { return rm.patchRate(o, raw) },
-		apply: func(s *Settings, o *Overrides) {
+		patch: func(p *Patching, o *Overrides, raw json.RawMessage) error { return p.rate(o, raw) },
+		apply: func(s *Snapshot, o *Overrides) {
 			if o.Rate != nil {
 				s.Rate = *o.Rate
 			}
 		},
 		show: func(r *Runtime) any {
-			if !r.Rate.limits() {
+			if !r.Rate.Limits() {
 				return nil
 			}
 			return r.Rate
@@ -129,16 +133,16 @@ var runtimeSettings = []runtimeSetting{
 			}
 			return CheckMode(r.Mode)
 		},
-		patch: func(_ *Room, o *Overrides, raw json.RawMessage) error {
+		patch: func(_ *Patching, o *Overrides, raw json.RawMessage) error {
 			return patchValue(&o.Mode, "mode", "a string", raw, CheckMode)
 		},
-		apply: func(s *Settings, o *Overrides) {
+		apply: func(s *Snapshot, o *Overrides) {
 			if o.Mode != nil {
 				// The operator's lever wins over a pre-queue too (say, suspending the room).
 				s.Mode, s.Prequeue = *o.Mode, false
 			}
 		},
-		show: func(r *Runtime) any { return cmpOr(r.Mode, queue.ModeFIFO) }},
+		show: func(r *Runtime) any { return cmp.Or(r.Mode, queue.ModeFIFO) }},
 	timing("session_ttl", func(o *Overrides) **Period { return &o.SessionTTL }, func(r *Runtime) *time.Duration { return &r.SessionTTL }),
 	timing("queue_ttl", func(o *Overrides) **Period { return &o.QueueTTL }, func(r *Runtime) *time.Duration { return &r.QueueTTL }),
 	timing("away_ttl", func(o *Overrides) **Period { return &o.AwayTTL }, func(r *Runtime) *time.Duration { return &r.AwayTTL }),
@@ -148,10 +152,10 @@ var runtimeSettings = []runtimeSetting{
 		check: func(r *Runtime) error { return CheckMessage(r.Message) },
 		// null clears the override (the configured message, if any, shows again); ""
 		// shows none.
-		patch: func(_ *Room, o *Overrides, raw json.RawMessage) error {
+		patch: func(_ *Patching, o *Overrides, raw json.RawMessage) error {
 			return patchValue(&o.Message, "message", "a string", raw, CheckMessage)
 		},
-		apply: func(s *Settings, o *Overrides) {
+		apply: func(s *Snapshot, o *Overrides) {
 			if o.Message != nil {
 				s.Message = *o.Message
 			}
@@ -159,10 +163,10 @@ var runtimeSettings = []runtimeSetting{
 		show: func(r *Runtime) any { return r.Message }},
 	{name: "proof_of_work",
 		check: func(r *Runtime) error { return CheckProofOfWork(r.ProofOfWork) },
-		patch: func(_ *Room, o *Overrides, raw json.RawMessage) error {
+		patch: func(_ *Patching, o *Overrides, raw json.RawMessage) error {
 			return patchValue(&o.ProofOfWork, "proof_of_work", "a whole number", raw, CheckProofOfWork)
 		},
-		apply: func(s *Settings, o *Overrides) {
+		apply: func(s *Snapshot, o *Overrides) {
 			if o.ProofOfWork != nil {
 				s.ProofOfWork = *o.ProofOfWork
 			}
@@ -180,23 +184,31 @@ func RuntimeSettings() []string {
 	return names
 }
 
-// runtimeSettingNames lists the names for the error of an unknown field.
-func runtimeSettingNames() string {
-	names := make([]string, len(runtimeSettings))
-	for i, def := range runtimeSettings {
-		names[i] = def.name
-	}
-	return strings.Join(names, ", ")
+// Patching is what a PATCH's values are read against.
+type Patching struct {
+	// Config is the room's configuration, and InForce the snapshot in force.
+	Config  *Config
+	InForce *Snapshot
+	// ParseDuration reads durations as the configuration reads them.
+	ParseDuration func(string) (time.Duration, error)
 }
 
-// runtimeSettingNamed is the setting of that name, if any.
-func runtimeSettingNamed(name string) (runtimeSetting, bool) {
-	for _, def := range runtimeSettings {
-		if def.name == name {
-			return def, true
+// Patch reads a PATCH's fields (each setting's JSON by its name) into the overrides
+// they set: a value sets it, null restores the configured one. The fields are read in
+// name order, so that a body with several bad fields is refused for the same one
+// every time. Every error is the caller's mistake, and then nothing is to change.
+func (p *Patching) Patch(fields map[string]json.RawMessage) (Overrides, error) {
+	var o Overrides
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		i := slices.IndexFunc(runtimeSettings, func(def runtimeSetting) bool { return def.name == name })
+		if i < 0 {
+			return Overrides{}, fmt.Errorf("unknown field %q (the fields are: %s)", clip([]byte(name)), strings.Join(RuntimeSettings(), ", "))
+		}
+		if err := runtimeSettings[i].patch(p, &o, fields[name]); err != nil {
+			return Overrides{}, err
 		}
 	}
-	return runtimeSetting{}, false
+	return o, nil
 }
 
 // CheckCapacity refuses a capacity that admits nobody.
@@ -220,7 +232,7 @@ func CheckRate(r Rate) error {
 
 // CheckMode refuses a mode the room does not have.
 func CheckMode(m string) error {
-	if queue.CheckMode(m) != nil {
+	if !queue.KnownMode(m) {
 		return fmt.Errorf("mode must be one of %s, got %q", strings.Join(queue.Modes, ", "), clip([]byte(m)))
 	}
 	return nil
@@ -267,18 +279,6 @@ func CheckTimings(queueTTL, awayTTL time.Duration) error {
 	return nil
 }
 
-// checkTimings refuses overrides under which the timings contradict each other.
-func (rm *Room) checkTimings(o *Overrides) error {
-	s := settingsAt(rm.cfg, *o, rm.cfg.Clock.Now())
-	if err := CheckTimings(s.QueueTTL, s.AwayTTL); err != nil {
-		return inputError{err}
-	}
-	if err := CheckArrive(s.QueueTTL, s.ArriveTTL); err != nil {
-		return inputError{err}
-	}
-	return nil
-}
-
 // timingFloors are the least each timing takes (floors.go); away_ttl's is queue_ttl,
 // which CheckTimings holds.
 var timingFloors = map[string]time.Duration{"session_ttl": MinSessionTTL, "queue_ttl": MinQueueTTL, "session_max": MinSessionMax,
@@ -296,7 +296,7 @@ func timing(name string, field func(*Overrides) **Period, value func(*Runtime) *
 			}
 			return value(r).String()
 		},
-		patch: func(rm *Room, o *Overrides, raw json.RawMessage) error {
+		patch: func(p *Patching, o *Overrides, raw json.RawMessage) error {
 			f := field(o)
 			if string(raw) == "null" {
 				*f = nil
@@ -304,28 +304,28 @@ func timing(name string, field func(*Overrides) **Period, value func(*Runtime) *
 			}
 			var s string
 			if err := json.Unmarshal(raw, &s); err != nil {
-				return inputErrorf("%s must be a duration string such as \"5m\", or null, got %s", name, clip(raw))
+				return fmt.Errorf("%s must be a duration string such as \"5m\", or null, got %s", name, clip(raw))
 			}
 			if name == "session_max" && s == "off" {
 				off := Period(0)
 				*f = &off
 				return nil
 			}
-			d, err := rm.cfg.ParseDuration(s)
+			d, err := p.ParseDuration(s)
 			if err != nil {
-				return inputErrorf("%s: bad duration %q: want a duration such as 30s or 5m", name, clip([]byte(s)))
+				return fmt.Errorf("%s: bad duration %q: want a duration such as 30s or 5m", name, clip([]byte(s)))
 			}
 			if name == "session_max" && d == 0 {
-				return inputErrorf("session_max must be greater than 0 (\"off\" turns it off), got %q", clip([]byte(s)))
+				return fmt.Errorf("session_max must be greater than 0 (\"off\" turns it off), got %q", clip([]byte(s)))
 			}
 			if err := CheckTiming(name, d); err != nil {
-				return inputError{err}
+				return err
 			}
-			p := Period(d)
-			*f = &p
+			v := Period(d)
+			*f = &v
 			return nil
 		},
-		apply: func(s *Settings, o *Overrides) {
+		apply: func(s *Snapshot, o *Overrides) {
 			if p := *field(o); p != nil {
 				*value(&s.Runtime) = time.Duration(*p)
 			}
@@ -342,18 +342,18 @@ func patchValue[T any](field **T, name, want string, raw json.RawMessage, check 
 	}
 	var v T
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return inputErrorf("%s must be %s or null, got %s", name, want, clip(raw))
+		return fmt.Errorf("%s must be %s or null, got %s", name, want, clip(raw))
 	}
 	if err := check(v); err != nil {
-		return inputError{err}
+		return err
 	}
 	*field = &v
 	return nil
 }
 
-// patchRate reads a PATCH's rate: null restores the configured rate, "off" lifts the
+// rate reads a PATCH's rate: null restores the configured rate, "off" lifts the
 // limit, {"count": n, "per": "1m"} sets one.
-func (rm *Room) patchRate(o *Overrides, raw json.RawMessage) error {
+func (p *Patching) rate(o *Overrides, raw json.RawMessage) error {
 	switch string(raw) {
 	case "null":
 		o.Rate = nil
@@ -368,20 +368,20 @@ func (rm *Room) patchRate(o *Overrides, raw json.RawMessage) error {
 	}
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
-	bad := inputErrorf(`rate must be {"count": n, "per": "1m"}, "off" or null, got %s`, clip(raw))
+	bad := fmt.Errorf(`rate must be {"count": n, "per": "1m"}, "off" or null, got %s`, clip(raw))
 	if dec.Decode(&in) != nil {
 		return bad
 	}
 	rate := Rate{Count: in.Count}
 	if len(in.Per) > 0 && string(in.Per) != "null" {
-		d, err := rm.readDuration(in.Per)
+		d, err := p.readDuration(in.Per)
 		if err != nil {
 			return bad
 		}
 		rate.Per = d
 	}
 	if err := CheckRate(rate); err != nil {
-		return inputError{err}
+		return err
 	}
 	o.Rate = &rate
 	return nil
@@ -389,10 +389,10 @@ func (rm *Room) patchRate(o *Overrides, raw json.RawMessage) error {
 
 // readDuration reads a duration as the configuration does: a string such as "1m" or
 // "1d", or a number of nanoseconds.
-func (rm *Room) readDuration(raw json.RawMessage) (time.Duration, error) {
+func (p *Patching) readDuration(raw json.RawMessage) (time.Duration, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return rm.cfg.ParseDuration(s)
+		return p.ParseDuration(s)
 	}
 	var ns int64
 	if err := json.Unmarshal(raw, &ns); err != nil {

@@ -1,4 +1,8 @@
-package waitingroom
+// Package memorystore is the http.handlers.waiting_room.stores.memory module: the
+// embedded store, the default, which keeps a room's line in this Caddy process, across
+// reloads (pooled by room name) and across restarts and crashes (in a state file in
+// Caddy's data directory, internal/statefile).
+package memorystore
 
 import (
 	"context"
@@ -42,8 +46,10 @@ type MemoryStore struct {
 // memoryStores pools each room's state by room name across config reloads.
 var memoryStores = caddy.NewUsagePool()
 
-// stateDir is where state files go by default; the package's tests keep theirs off.
-var stateDir = func() string { return filepath.Join(caddy.AppDataDir(), "waiting_room") }
+// Dir is where state files go by default: waiting_room in Caddy's data directory. The
+// handler's tests point it at a directory of their own, or at "" to keep every room
+// in memory.
+var Dir = func() string { return filepath.Join(caddy.AppDataDir(), "waiting_room") }
 
 const defaultSaveEvery = time.Second
 
@@ -143,7 +149,7 @@ func (m MemoryStore) stateFile(room string) string {
 	case m.File == "off":
 		return ""
 	case m.File == "":
-		dir := stateDir()
+		dir := Dir()
 		if dir == "" {
 			return ""
 		}
@@ -181,49 +187,8 @@ func (m *MemoryStore) Validate() error {
 
 var errSaveEvery = errors.New("save_every must be a positive duration")
 
-// UnmarshalCaddyfile sets up the store from Caddyfile tokens:
-//
-//	store memory {
-//		file       <path> | off
-//		save_every <duration>
-//	}
-func (m *MemoryStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // store name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch d.Val() {
-		case "file":
-			if !d.NextArg() {
-				return d.Errf("file takes a path, or off")
-			}
-			m.File = d.Val()
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-		case "save_every":
-			if !d.NextArg() {
-				return d.ArgErr()
-			}
-			v, err := caddy.ParseDuration(d.Val())
-			if err != nil || v <= 0 {
-				return d.Errf("%v, got %q", errSaveEvery, d.Val())
-			}
-			m.SaveEvery = caddy.Duration(v)
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-		default:
-			return d.Errf("unrecognized memory store option %q", d.Val())
-		}
-	}
-	return nil
-}
-
 // Interface guards
 var (
-	_ StoreModule           = (*MemoryStore)(nil)
 	_ caddy.Validator       = (*MemoryStore)(nil)
 	_ caddyfile.Unmarshaler = (*MemoryStore)(nil)
 	_ queue.Store           = (*queue.MemoryStore)(nil)

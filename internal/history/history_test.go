@@ -1,4 +1,4 @@
-package room
+package history
 
 import (
 	"testing"
@@ -18,18 +18,18 @@ func TestHistoryMinutes(t *testing.T) {
 		for s := 0; s < 60; s += 15 {
 			now := t0.Add(time.Duration(m)*time.Minute + time.Duration(s)*time.Second)
 			admitted += uint64(m % 7)
-			hs.observe(now, &queue.Stats{Active: 3, Waiting: m, AdmittedTotal: admitted})
+			hs.Observe(now, &queue.Stats{Active: 3, Waiting: m, AdmittedTotal: admitted})
 			if m%2 == 0 {
 				for w := 1; w <= 10; w++ {
-					hs.wait(now, time.Duration(w)*time.Second)
+					hs.Wait(now, time.Duration(w)*time.Second)
 				}
 			}
 		}
 	}
 	now := t0.Add(90*time.Minute - time.Second)
-	pts := hs.snapshot(now)
-	if len(pts) != historyPoints+1 {
-		t.Fatalf("%d points, want the last hour (%d) and the minute in progress", len(pts), historyPoints)
+	pts := hs.Snapshot(now)
+	if len(pts) != pointsKept+1 {
+		t.Fatalf("%d points, want the last hour (%d) and the minute in progress", len(pts), pointsKept)
 	}
 	for i, p := range pts {
 		m := 90 - len(pts) + i
@@ -60,12 +60,12 @@ func TestHistoryMinutes(t *testing.T) {
 func TestHistoryManyWaits(t *testing.T) {
 	hs := &History{rng: 7}
 	t0 := time.Date(2030, 11, 28, 9, 0, 0, 0, time.UTC)
-	hs.observe(t0, &queue.Stats{})
-	for i := range 100 * historyWaits {
-		hs.wait(t0.Add(time.Second), time.Duration(i%100+1)*time.Second)
+	hs.Observe(t0, &queue.Stats{})
+	for i := range 100 * waitsKept {
+		hs.Wait(t0.Add(time.Second), time.Duration(i%100+1)*time.Second)
 	}
-	p := hs.snapshot(t0.Add(2 * time.Second))[0]
-	if p.Waits != historyWaits || *p.WaitP50Seconds < 45 || *p.WaitP50Seconds > 55 || *p.WaitP90Seconds < 85 || *p.WaitP90Seconds > 95 {
+	p := hs.Snapshot(t0.Add(2 * time.Second))[0]
+	if p.Waits != waitsKept || *p.WaitP50Seconds < 45 || *p.WaitP50Seconds > 55 || *p.WaitP90Seconds < 85 || *p.WaitP90Seconds > 95 {
 		t.Fatalf("%d waits kept, p50 %v, p90 %v (uniform waits of 1..100 s)", p.Waits, *p.WaitP50Seconds, *p.WaitP90Seconds)
 	}
 }
@@ -81,13 +81,13 @@ func TestHistoryShop(t *testing.T) {
 		s.Latency[queue.LatencyBucket(d)] = n
 		return s
 	}
-	hs.observe(t0, &queue.Stats{})
-	hs.settings(t0, 50, 800*time.Millisecond)
-	hs.measured(t0.Add(2*time.Second), sample(100*time.Millisecond, 90))
-	hs.measured(t0.Add(4*time.Second), sample(2*time.Second, 20)) // the slowest 18 %
-	hs.settings(t0.Add(59*time.Second), 40, 800*time.Millisecond)
-	hs.settings(t0.Add(61*time.Second), 40, 0) // adapt turned off; no request this minute
-	pts := hs.snapshot(t0.Add(90 * time.Second))
+	hs.Observe(t0, &queue.Stats{})
+	hs.Settings(t0, 50, 800*time.Millisecond)
+	hs.Measured(t0.Add(2*time.Second), sample(100*time.Millisecond, 90))
+	hs.Measured(t0.Add(4*time.Second), sample(2*time.Second, 20)) // the slowest 18 %
+	hs.Settings(t0.Add(59*time.Second), 40, 800*time.Millisecond)
+	hs.Settings(t0.Add(61*time.Second), 40, 0) // adapt turned off; no request this minute
+	pts := hs.Snapshot(t0.Add(90 * time.Second))
 	if len(pts) != 2 {
 		t.Fatalf("%d points, want 2", len(pts))
 	}

@@ -1,8 +1,8 @@
-package waitingroom
+package page
 
 import "strings"
 
-// sameSiteTarget is the Location of every redirect the room answers: a reference to
+// SameSiteTarget is the Location of every redirect the room answers: a reference to
 // path (escaped) and query on this site, whatever the request's path held. A browser
 // reads a Location that starts with "//", or with "/\" (a backslash is a slash to it,
 // and it drops tabs and newlines first), as another site's address, so the target
@@ -10,7 +10,7 @@ import "strings"
 // and spaces collapses into it; a backslash or a control byte anywhere else is
 // escaped. Encoded slashes (%2F, %5C) stay as they are: a browser never decodes
 // them into the address's authority.
-func sameSiteTarget(path, query string) string {
+func SameSiteTarget(path, query string) string {
 	path = strings.TrimLeft(path, "/\\\x00\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\x7f ")
 	var b strings.Builder
 	b.Grow(1 + len(path) + 1 + len(query))

@@ -1,4 +1,4 @@
-package waitingroom
+package token
 
 import (
 	"net/http/httptest"
@@ -23,13 +23,13 @@ func FuzzTakeProof(f *testing.F) {
 		}
 		r := httptest.NewRequest("GET", "http://shop.example/", nil)
 		r.URL.RawQuery = query
-		sent := takeProof(r)
+		sent := TakeProof(r)
 		var kept, want []string
 		first := true
 		for _, part := range strings.Split(query, "&") {
 			key, _, _ := strings.Cut(part, "=")
-			if key == proofParam {
-				if first && !sent.inQuery {
+			if key == ProofParam {
+				if first && !sent.InQuery {
 					t.Fatalf("%q: the proof parameter was not seen", query)
 				}
 				first = false
@@ -41,11 +41,11 @@ func FuzzTakeProof(f *testing.F) {
 			kept = strings.Split(r.URL.RawQuery, "&")
 		}
 		for _, part := range kept {
-			if key, _, _ := strings.Cut(part, "="); key == proofParam {
+			if key, _, _ := strings.Cut(part, "="); key == ProofParam {
 				t.Fatalf("%q: the proof parameter is still in %q", query, r.URL.RawQuery)
 			}
 		}
-		if !strings.Contains(query, proofParam) {
+		if !strings.Contains(query, ProofParam) {
 			if r.URL.RawQuery != query {
 				t.Fatalf("%q without a proof became %q", query, r.URL.RawQuery)
 			}

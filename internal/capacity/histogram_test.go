@@ -1,4 +1,4 @@
-package waitingroom
+package capacity
 
 import (
 	"math"
@@ -16,7 +16,7 @@ import (
 // Prometheus histogram observing it would: its bounds are bounds of the room's
 // buckets. Durations of whole microseconds, as the room measures them.
 func TestTTFBHistogramCountsLikeObserving(t *testing.T) {
-	h := newTTFBHistogram()
+	h := NewHistogram()
 	rnd := rand.New(rand.NewPCG(3, 4))
 	var want [ttfbBucketCount]uint64
 	var total time.Duration
@@ -36,8 +36,8 @@ func TestTTFBHistogramCountsLikeObserving(t *testing.T) {
 			}
 		}
 	}
-	h.add("r", &s, total)
-	h.add("r", &queue.Sample{}, 0) // nothing measured adds nothing
+	h.Add("r", &s, total)
+	h.Add("r", &queue.Sample{}, 0) // nothing measured adds nothing
 
 	ch := make(chan prometheus.Metric, 1)
 	h.Collect(ch)
