@@ -13,11 +13,11 @@ import (
 // A client process listens to its ~17,000 waiters with one epoll loop, not a goroutine
 // each. The client shares the machine with the Caddy processes it measures, and a
 // goroutine woken by the runtime's poller per message, reading each socket twice (the
-// message, then "would block"), cost more CPU per message than the server spent
-// sending it: on 2 cores that starved the very pushes being timed. The loop reads a
+// message, then "would block"), costs more CPU per message than the server spends
+// sending it: on 2 cores that starves the very pushes being timed. The loop reads a
 // socket once per message and wakes once for many. Sockets are watched edge-triggered:
 // a level-triggered watch looks at every socket it reported once more at the next
-// wait, which was a tenth of the loop's time in the kernel.
+// wait, a tenth of the loop's time in the kernel.
 type listener struct {
 	epfd    int
 	start   time.Time // arrival times count from here, as heldWaiter's do

@@ -12,6 +12,6 @@ package redisstore
 // lines stay few during an outage: once pool_size dials in a row have failed, callers
 // get the last dial error without dialing, and one background goroutine redials once a
 // second without logging. So an outage, however long and however busy, prints at most
-// 2*pool_size-1 lines per Redis node (measured here: 39 with the default pool of 10 per
-// CPU on 2 CPUs, 7 with pool_size 4, the same after 2 s and 6 s of 50 callers).
+// 2*pool_size-1 lines per Redis node: 39 with the default pool of 10 per CPU on 2 CPUs,
+// 7 with pool_size 4, after 2 s as after 6 s of 50 callers.
 // TestOutageGoRedisLinesFew pins that.
