@@ -64,8 +64,9 @@ type answer struct {
 	// cookie is the room cookie the answer sets, nil for none (keep the one held).
 	cookie []byte
 	// eta is the wait the page shows, in seconds: etaUnknown while the room has no
-	// evidence (or holds everyone), etaNone on an answer that shows none.
-	eta int32
+	// evidence (or holds everyone), etaNone on an answer that shows none; position
+	// the place it shows.
+	eta, position int32
 }
 
 const (
@@ -188,6 +189,7 @@ func (e *engine) decide(v room.Visit) answer {
 		a.place = placeIn
 	case d.Place == queue.Queued:
 		a.place = placeWaiting
+		a.position = int32(min(d.Status.Position, 1<<30))
 		if !v.Socket {
 			a.eta = etaUnknown
 			if s := e.rm.Tell(d, v.Now).ETASeconds; s != nil {

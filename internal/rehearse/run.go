@@ -121,6 +121,15 @@ type run struct {
 }
 
 func rehearseOne(ctx context.Context, sale *Sale, v Variant, no int, opt Options) (*Result, error) {
+	r, err := playOne(ctx, sale, v, no, opt)
+	if err != nil {
+		return nil, err
+	}
+	return r.result(v), nil
+}
+
+// playOne plays sale against v, and returns the run with every visitor's record.
+func playOne(ctx context.Context, sale *Sale, v Variant, no int, opt Options) (*run, error) {
 	saleStart := sale.Start
 	if saleStart.IsZero() {
 		saleStart = firstOpening(&v.Config)
@@ -150,7 +159,7 @@ func rehearseOne(ctx context.Context, sale *Sale, v Variant, no int, opt Options
 	if err := r.play(); err != nil {
 		return nil, err
 	}
-	return r.result(v), nil
+	return r, nil
 }
 
 // play runs the sale to its end: everyone gone, or the horizon.
@@ -230,7 +239,7 @@ func (r *run) arrive() {
 	v := &r.vis[n]
 	r.rec.arrival(r.now)
 	a := r.eng.arrive()
-	v.eta = a.eta
+	v.eta, v.position = a.eta, a.position
 	switch a.place {
 	case placeWaiting:
 		r.keep(v, a)

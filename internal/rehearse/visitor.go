@@ -16,6 +16,7 @@ type visitor struct {
 	ended    int64 // gave up, became a no-show, was turned away or left the shop
 	leaveAt  int64 // inside: when the stay ends
 	eta      int32 // what the page showed at arrival (etaNone, etaUnknown or seconds)
+	position int32 // and the place it showed (0: none)
 
 	traits
 	state state
