@@ -1,8 +1,14 @@
+// The ETA's figures are measurements of one goroutine's arithmetic: the race
+// detector has nothing to find in them, and takes twenty times as long.
+
+//go:build !race
+
 package rehearse
 
 import (
 	"cmp"
 	"context"
+	"flag"
 	"math"
 	"slices"
 	"testing"
@@ -12,7 +18,7 @@ import (
 // The ETA's honesty in rehearsal (docs: the goal is a median error of at most 15 %
 // in a steady sale, 25 % with 30 % of the visitors giving up):
 //
-//	go test -run ETAHonesty -v ./internal/rehearse/
+//	go test -run ETAHonesty -v ./internal/rehearse/ -eta.seeds 3
 
 // etaSale is a steady sale: n arrivals spread over an hour against a room that
 // serves about 150 a minute (capacity 1,125; a shopper holds a slot 7.5 minutes
@@ -26,6 +32,10 @@ func etaSale(n int, giveUp []GiveUp) (Sale, Variant) {
 		GiveUp:   giveUp,
 	}, Variant{Label: "capacity 1125", Config: configFor(1125)}
 }
+
+// -eta.seeds plays each sale with more seeds: its figures vary with the seed by a
+// point or two.
+var etaSeeds = flag.Uint64("eta.seeds", 1, "the seeds TestETAHonesty plays each sale with")
 
 var etaCases = []struct {
 	name   string
@@ -41,7 +51,7 @@ var etaCases = []struct {
 
 func TestETAHonesty(t *testing.T) {
 	for _, tc := range etaCases {
-		for seed := uint64(1); seed <= 3; seed++ {
+		for seed := uint64(1); seed <= *etaSeeds; seed++ {
 			sale, v := etaSale(tc.n, tc.giveUp)
 			res, err := Rehearse(context.Background(), sale, []Variant{v}, Options{Seed: seed})
 			if err != nil {

@@ -74,12 +74,12 @@ func TestWalkingAwayHoldsTheSlotForSessionTTL(t *testing.T) {
 
 // Of the people still waiting at the wait given, the share given leave for good.
 func TestAShareGivesUp(t *testing.T) {
-	sale := Sale{Arrivals: atOnce(1000), Stay: Spread{Base: 10 * time.Minute}, Checkout: 1,
+	sale := Sale{Arrivals: atOnce(1000), Stay: Spread{Base: 2 * time.Minute}, Checkout: 1,
 		GiveUp: []GiveUp{{Share: 0.3, After: time.Minute}}}
-	s := rehearse(t, sale, room1(10))[0].Summary
-	// 990 wait past the first minute: 297 give up, give or take three deviations of 14.
-	if s.GaveUp < 254 || s.GaveUp > 340 {
-		t.Fatalf("%d gave up, want about 30%% of 990", s.GaveUp)
+	s := rehearse(t, sale, room1(100))[0].Summary
+	// 900 wait past the first minute: 270 give up, give or take three deviations of 14.
+	if s.GaveUp < 229 || s.GaveUp > 311 {
+		t.Fatalf("%d gave up, want about 30%% of 900", s.GaveUp)
 	}
 	if s.Admitted+s.GaveUp != 1000 {
 		t.Fatalf("everyone else gets in: %+v", s)
@@ -190,10 +190,10 @@ func TestAdaptFollowsTheShop(t *testing.T) {
 // Every variant plays the same people: a setting that changes nothing for them
 // gives the same sale.
 func TestComparedSettingsPlayTheSamePeople(t *testing.T) {
-	sale := Sale{Arrivals: []Segment{{N: 3000, Over: 10 * time.Minute}}, GiveUp: []GiveUp{{Share: 0.2, After: 2 * time.Minute}},
-		Sleep: Sleep{Share: 0.1, For: Spread{Base: 2 * time.Minute}}, NoShows: 0.05, Checkout: 0.5}
-	same := Variant{Label: "the room", Config: configFor(200), Patch: []byte(`{"message": "Thanks for waiting"}`)}
-	res := rehearse(t, sale, room1(200), same, Variant{Label: "capacity 400", Config: configFor(200), Patch: []byte(`{"capacity": 400}`)})
+	sale := Sale{Arrivals: []Segment{{N: 1500, Over: 10 * time.Minute}}, Stay: Spread{Base: 2 * time.Minute, Spread: time.Minute},
+		GiveUp: []GiveUp{{Share: 0.2, After: 2 * time.Minute}}, Sleep: Sleep{Share: 0.1, For: Spread{Base: 2 * time.Minute}}, NoShows: 0.05, Checkout: 0.5}
+	same := Variant{Label: "the room", Config: configFor(100), Patch: []byte(`{"message": "Thanks for waiting"}`)}
+	res := rehearse(t, sale, room1(100), same, Variant{Label: "capacity 200", Config: configFor(100), Patch: []byte(`{"capacity": 200}`)})
 	a, b := reportOf(t, res[0]), reportOf(t, res[1])
 	if !bytes.Equal(a, b) {
 		t.Fatal("a message to the line changed the sale")
@@ -223,10 +223,11 @@ func reportOf(t *testing.T, r *Result) []byte {
 // The hub's coarse ring (hub.go) leaves the store as the real hub's beats do: the
 // same sale, to the byte.
 func TestCoarseHubPlaysTheSameSale(t *testing.T) {
-	sale := Sale{Arrivals: []Segment{{N: 4000, Over: 5 * time.Minute}}, GiveUp: []GiveUp{{Share: 0.2, After: 3 * time.Minute}},
+	sale := Sale{Arrivals: []Segment{{N: 2000, Over: 5 * time.Minute}}, Stay: Spread{Base: 2 * time.Minute, Spread: time.Minute},
+		GiveUp:  []GiveUp{{Share: 0.2, After: 3 * time.Minute}},
 		Sleep:   Sleep{Share: 0.2, For: Spread{Base: 90 * time.Second, Spread: 60 * time.Second}, After: Spread{Base: 2 * time.Minute, Spread: 2 * time.Minute}},
 		NoShows: 0.05, Checkout: 0.5}
-	for _, v := range []Variant{room1(200), {Label: "queue_ttl 20s", Config: configFor(200), Patch: []byte(`{"queue_ttl": "20s", "away_ttl": "2m"}`)}} {
+	for _, v := range []Variant{room1(150), {Label: "queue_ttl 20s", Config: configFor(150), Patch: []byte(`{"queue_ttl": "20s", "away_ttl": "2m"}`)}} {
 		t.Run(v.Label, func(t *testing.T) {
 			coarse, err := Rehearse(context.Background(), sale, []Variant{v}, Options{Seed: 3})
 			if err != nil {

@@ -21,19 +21,21 @@ import (
 // compared, one of them adapting to the shop.
 func fullSale() (Sale, []Variant) {
 	sale := Sale{
-		Arrivals: []Segment{{N: 3000, Over: 5 * time.Minute}, {N: 2000, Over: 25 * time.Minute}},
-		Stay:     Spread{Base: 4 * time.Minute, Spread: 2 * time.Minute},
+		Arrivals: []Segment{{N: 600, Over: 5 * time.Minute}, {N: 400, Over: 15 * time.Minute}},
+		Stay:     Spread{Base: 2 * time.Minute, Spread: time.Minute},
 		GiveUp:   []GiveUp{{Share: 0.2, After: 5 * time.Minute}},
 		Sleep:    Sleep{Share: 0.1, For: Spread{Base: 2 * time.Minute, Spread: time.Minute}},
 		NoShows:  0.02,
 		Checkout: 0.5,
-		Shop:     []ShopPhase{{Servers: 50, Service: 150 * time.Millisecond}, {From: 15 * time.Minute, Servers: 50, Service: 250 * time.Millisecond}},
+		Shop:     []ShopPhase{{Servers: 25, Service: 100 * time.Millisecond}, {From: 15 * time.Minute, Servers: 25, Service: 150 * time.Millisecond}},
 	}
-	adapting := configFor(300)
+	// The shop's p90 is 0.1 s × 1.4 × inside ÷ 25: 400 ms at about 70 inside,
+	// and at about 48 once it slows.
+	adapting := configFor(75)
 	adapting.Adapt = &capacity.Targets{Latency: 400 * time.Millisecond, Errors: capacity.DefaultErrors, Min: 10, Max: 1000}
 	return sale, []Variant{
-		{Label: "capacity 300", Config: configFor(300)},
-		{Label: "capacity 600", Config: configFor(300), Patch: []byte(`{"capacity": 600}`)},
+		{Label: "capacity 75", Config: configFor(75)},
+		{Label: "capacity 150", Config: configFor(75), Patch: []byte(`{"capacity": 150}`)},
 		{Label: "adapt 400ms", Config: adapting},
 	}
 }
@@ -105,7 +107,7 @@ func TestReportJSONHasTheNamesScriptsRelyOn(t *testing.T) {
 	if err := json.Unmarshal(js, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Visitors != 5000 || rep.Admitted+rep.GaveUp+rep.NoShows+rep.InLine+rep.TurnedAway != rep.Visitors {
+	if rep.Visitors != 1000 || rep.Admitted+rep.GaveUp+rep.NoShows+rep.InLine+rep.TurnedAway != rep.Visitors {
 		t.Fatalf("every visitor is counted once: %+v", rep.Summary)
 	}
 	arrivals, admitted := 0, 0
