@@ -60,7 +60,7 @@ func TestBadFlagsAreRefusedByName(t *testing.T) {
 		{"arrivals", "100 over 5m, 200", `segment 2: want "<n> over <duration>", got "200"`},
 		{"arrivals", "100 over 0s", `segment 1: a segment must last more than 0s`},
 		{"arrivals", "2.5 over 1m", `a number of people is whole, got 2.5`},
-		{"arrivals", "30M over 1h", `30M is more than a rehearsal takes (20000000)`},
+		{"arrivals", "30M over 1h", `30M is more than a rehearsal takes (10000000)`},
 		{"arrivals", "1e3 over 1m", `want a number such as 5000, 250k or 1.5M, got "1e3"`},
 		{"stay", "-5m", `--stay "-5m": a duration cannot be negative, got -5m`},
 		{"stay", "5m ± 5m", `5m0s ± 5m0s reaches 0s or below`},

@@ -111,6 +111,7 @@ type run struct {
 	gap    int64 // between two of a shopper's requests
 	serve  bool  // the shop is modelled: each request is served and measured
 	kicked bool  // a departure asks for an admission step at once
+	beat   [1]visitorID
 	pcg    *rand.PCG
 	traits *rand.Rand
 	shop   *rand.Rand
@@ -285,6 +286,9 @@ func (r *run) leaveLine(n int32, s state) {
 	delete(r.byID, v.id)
 	v.state = s
 	r.hub.closed(n)
+	if s != stWaiting {
+		v.cookie = "" // gone for good: the browser's cookie is no longer needed
+	}
 	if r.inLine--; r.inLine == 0 {
 		r.clearedAt = r.now
 	}
@@ -377,7 +381,8 @@ func (r *run) handle(e event) {
 		}
 	case evBeat:
 		if r.hub.isOpen(n, e.epoch) {
-			r.eng.beat([]visitorID{v.id})
+			r.beat[0] = v.id
+			r.eng.beat(r.beat[:])
 		}
 	}
 }
@@ -440,7 +445,7 @@ func (r *run) click(n int32) {
 		return
 	}
 	r.inside--
-	v.state, v.ended = stLeft, r.now
+	v.state, v.ended, v.cookie = stLeft, r.now, ""
 	if v.checkout && a.place == placeIn {
 		r.eng.revoke(v.id)
 		r.kicked = true

@@ -94,9 +94,10 @@ var (
 	defaultSleepAfter = Spread{Base: 5 * time.Minute, Spread: 5 * time.Minute}
 )
 
-// MaxVisitors bounds a sale: a visitor costs the rehearsal about 400 bytes, so 20
-// million is 8 GB.
-const MaxVisitors = 20_000_000
+// MaxVisitors bounds a sale: a visitor costs a rehearsal about 750 bytes at most
+// (its record, its cookie, its place in the store; BenchmarkRehearse's maximum
+// resident size at a million), so ten million is about 7.5 GB a setting.
+const MaxVisitors = 10_000_000
 
 // Visitors is how many arrive in all.
 func (s *Sale) Visitors() int {
