@@ -20,6 +20,14 @@ import (
 // visitorID is a visitor's id as the store keeps it.
 type visitorID = queue.VisitorID
 
+// step is the admission step's period: the room loop's ticker (internal/room's
+// stepEvery, which it does not export).
+const step = int64(250 * time.Millisecond)
+
+// touchEvery is how often an instance confirms an admitted visitor's session with
+// the store: within it, a request is a cookie check only.
+const touchEvery = queue.TouchEvery
+
 // Variant is one set of the room's settings to rehearse: the configuration the
 // module maps the site's waiting_room onto (Provision's room.Config), and, if any,
 // a change made through the admin API's PATCH before the first arrival (the same
@@ -210,7 +218,7 @@ func (e *engine) revoke(id visitorID) { e.rm.Revoke(e.ctx, id) }
 
 // beat is the hub hearing of its connected waiters ids, in batches as it does.
 func (e *engine) beat(ids []visitorID) {
-	const batch = 1000 // push.heartbeatBatch
+	const batch = 1000 // push's heartbeatBatch, which it does not export
 	for i := 0; i < len(ids); i += batch {
 		_ = e.store.Heartbeat(e.ctx, ids[i:min(i+batch, len(ids))], e.clock.now)
 	}

@@ -39,13 +39,6 @@ type Progress struct {
 	LastArrival, Limit time.Duration // when the last visitor arrives, and the horizon
 }
 
-// step is the admission step's period, the room loop's ticker (room's stepEvery).
-const step = int64(250 * time.Millisecond)
-
-// touchEvery is how often an instance confirms an admitted visitor with the store
-// (queue.TouchEvery).
-const touchEvery = 5 * time.Second
-
 // navDelay is how long after the store lets a waiter in its page loads the site:
 // the socket tells it at once, the page waits 400 ms (assets/waiting.html's
 // admitted()), and the request takes a moment.
