@@ -27,7 +27,8 @@
 // browser does, visitor.go a visitor's traits and record, events.go the events'
 // heap and the arrivals, hub.go the waiting sockets; record.go and result.go what
 // is counted and the Result; report.go report.json and the terminal's summary,
-// html.go report.html, charts.go its charts, svg.go the SVG they are drawn in.
+// html.go report.html, charts.go its charts, svg.go the SVG they are drawn in;
+// people.go the sale's visitors as a test against a real Caddy plays them.
 //
 // The charts are our own SVG, about 220 lines (svg.go): the report must open from
 // a file with no network and no script, and be the same bytes for the same seed,

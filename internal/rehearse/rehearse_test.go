@@ -295,3 +295,28 @@ func TestProgressIsTold(t *testing.T) {
 		t.Fatalf("%d calls, the last %+v", calls, last)
 	}
 }
+
+// People are the visitors a rehearsal plays, in the same order, with the same
+// traits.
+func TestPeopleAreTheRehearsalsVisitors(t *testing.T) {
+	sale := Sale{Arrivals: []Segment{{N: 300, Over: time.Minute}, {N: 200, Over: 2 * time.Minute}},
+		GiveUp: []GiveUp{{Share: 0.3, After: time.Minute}}, Sleep: Sleep{Share: 0.2, For: Spread{Base: time.Minute}},
+		NoShows: 0.1, Checkout: 0.5}
+	s := sale.withDefaults()
+	r, err := playOne(context.Background(), &s, room1(50), 0, Options{Seed: 5, Horizon: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i, p := range People(sale, 5) {
+		v := &r.vis[i]
+		if int64(p.Arrives) != v.arrived || int64(p.Stay) != v.stay || int64(p.GivesUpAfter) != v.giveUp ||
+			int64(p.SleepsAfter) != v.sleepAt || p.NoShow != v.noShow || p.Checkout != v.checkout {
+			t.Fatalf("person %d: %+v, the rehearsal's %+v", i, p, v.traits)
+		}
+		n++
+	}
+	if n != 500 || len(r.vis) != 500 {
+		t.Fatalf("%d people, %d visitors", n, len(r.vis))
+	}
+}
