@@ -35,8 +35,8 @@
 // and no well-kept Go library draws an accessible chart (a title, a description,
 // labelled axes, a key) as plain SVG.
 //
-// A two-hour sale of 500,000 visitors takes about 11 s of one core, a million
-// about 25 s; most of it is the engine's own work, its decisions (half) and the
-// store's heartbeats (a fifth): go test -run '^$' -bench Rehearse -benchtime 1x
-// ./internal/rehearse/.
+// A two-hour sale of 500,000 visitors takes 11 to 14 s of one core, a million
+// about 25 s (about 40,000 simulated visitors a second); most of it is the engine's
+// own work, its decisions (half) and the store's heartbeats (a fifth): go test -run
+// '^$' -bench Rehearse -benchtime 1x ./internal/rehearse/.
 package rehearse
