@@ -20,9 +20,8 @@ import (
 // visitorID is a visitor's id as the store keeps it.
 type visitorID = queue.VisitorID
 
-// step is the admission step's period: the room loop's ticker (internal/room's
-// stepEvery, which it does not export).
-const step = int64(250 * time.Millisecond)
+// step is the admission step's period: the room loop's ticker.
+const step = int64(room.StepEvery)
 
 // touchEvery is how often an instance confirms an admitted visitor's session with
 // the store: within it, a request is a cookie check only.
