@@ -144,7 +144,7 @@ func newEngine(v Variant, saleStart time.Time, t ticks, admitted func([]visitorI
 	e.rm.Tick(e.ctx) // as Start does, before the first request
 	if v.Patch != nil {
 		if _, err := e.rm.Patch(e.ctx, v.Patch); err != nil {
-			return nil, fmt.Errorf("the settings to compare, %s: %w", v.Patch, err)
+			return nil, fmt.Errorf("the settings compared, %s: %w", v.Patch, err)
 		}
 		s := e.rm.Settings(simZero)
 		e.sessionTTL, e.queueTTL, e.sessionMax, e.adapt = s.SessionTTL, s.QueueTTL, s.SessionMax > 0, s.Adapt != nil

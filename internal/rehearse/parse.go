@@ -40,6 +40,8 @@ import (
 // saleSetting is one setting of a sale.
 type saleSetting struct {
 	name string
+	// what it says, as --help shows it.
+	what string
 	// syntax is what it takes, as --help and errors show it.
 	syntax string
 	// many says the file may give it on several lines, which add up.
@@ -51,21 +53,21 @@ type saleSetting struct {
 }
 
 var saleSettings = []saleSetting{
-	{name: "arrivals", syntax: `"<n> over <duration>, <n> over <duration>, …"`, many: true,
+	{name: "arrivals", what: "Who arrives when, segment after segment, spread evenly in each", syntax: `"<n> over <duration>, <n> over <duration>, …"`, many: true,
 		clear: func(s *Sale) { s.Arrivals = nil },
 		add: func(s *Sale, v, _ string) error {
 			segs, err := ParseArrivals(v)
 			s.Arrivals = append(s.Arrivals, segs...)
 			return err
 		}},
-	{name: "arrivals-csv", syntax: "FILE (arrivals per minute, one minute a row)", many: true,
+	{name: "arrivals-csv", what: "Arrivals per minute from a CSV file (one column, or a time and a count)", syntax: "FILE", many: true,
 		clear: func(s *Sale) { s.Arrivals = nil },
 		add: func(s *Sale, v, dir string) error {
 			segs, err := ReadArrivalsCSV(resolve(dir, strings.TrimSpace(v)))
 			s.Arrivals = append(s.Arrivals, segs...)
 			return err
 		}},
-	{name: "start", syntax: "RFC 3339 time (default: the room's first event's opening)",
+	{name: "start", what: "When the first arrival comes, for a room with events", syntax: "RFC 3339 time (default: the room's first event's opening)",
 		clear: func(s *Sale) { s.Start = time.Time{} },
 		add: func(s *Sale, v, _ string) error {
 			t, err := time.Parse(time.RFC3339, strings.TrimSpace(v))
@@ -75,44 +77,44 @@ var saleSettings = []saleSetting{
 			s.Start = t
 			return nil
 		}},
-	{name: "stay", syntax: `"<duration>" or "<duration> ± <duration>"`,
+	{name: "stay", what: "How long an admitted shopper keeps making requests (default 5m ± 2m)", syntax: `"<duration>" or "<duration> ± <duration>"`,
 		clear: func(s *Sale) { s.Stay = Spread{} },
 		add: func(s *Sale, v, _ string) (err error) {
 			s.Stay, err = parseSpread(v, true)
 			return err
 		}},
-	{name: "give-up", syntax: `"<share> after <duration>, …"`, many: true,
+	{name: "give-up", what: "The share of the people still waiting who leave the line for good at that wait", syntax: `"<share> after <duration>, …"`, many: true,
 		clear: func(s *Sale) { s.GiveUp = nil },
 		add: func(s *Sale, v, _ string) error {
 			g, err := ParseGiveUp(v)
 			s.GiveUp = append(s.GiveUp, g...)
 			return err
 		}},
-	{name: "sleep", syntax: `"<share> for <duration>[ ± <duration>][ after <duration>[ ± <duration>]]"`,
+	{name: "sleep", what: "The share of waiting phones that sleep once, and for how long", syntax: `"<share> for <duration>[ ± <duration>][ after <duration>[ ± <duration>]]"`,
 		clear: func(s *Sale) { s.Sleep = Sleep{} },
 		add: func(s *Sale, v, _ string) (err error) {
 			s.Sleep, err = ParseSleep(v)
 			return err
 		}},
-	{name: "no-shows", syntax: `"<share>"`,
+	{name: "no-shows", what: "The share whose turn comes while they are away for good", syntax: `"<share>"`,
 		clear: func(s *Sale) { s.NoShows = 0 },
 		add: func(s *Sale, v, _ string) (err error) {
 			s.NoShows, err = parseShare(v)
 			return err
 		}},
-	{name: "checkout", syntax: `"<share>"`,
+	{name: "checkout", what: "The share of shoppers whose last request the shop answers with a revoke", syntax: `"<share>"`,
 		clear: func(s *Sale) { s.Checkout = 0 },
 		add: func(s *Sale, v, _ string) (err error) {
 			s.Checkout, err = parseShare(v)
 			return err
 		}},
-	{name: "clicks", syntax: `"every <duration>[, <n> requests]"`,
+	{name: "clicks", what: "A shopper's pace, and the requests each page brings (default every 20s, 6 requests)", syntax: `"every <duration>[, <n> requests]"`,
 		clear: func(s *Sale) { s.Clicks = Clicks{} },
 		add: func(s *Sale, v, _ string) (err error) {
 			s.Clicks, err = ParseClicks(v)
 			return err
 		}},
-	{name: "shop", syntax: `"<n> at once, <duration>[ from <duration>]; …"`, many: true,
+	{name: "shop", what: "The shop, for adapt: how many it serves at once, in what time, from when", syntax: `"<n> at once, <duration>[ from <duration>]; …"`, many: true,
 		clear: func(s *Sale) { s.Shop = nil },
 		add: func(s *Sale, v, _ string) error {
 			for part := range strings.SplitSeq(v, ";") {
@@ -127,11 +129,11 @@ var saleSettings = []saleSetting{
 }
 
 // SaleSettings are the names of a sale's settings, each a flag of its own and a
-// line of the sale file, with what each takes.
+// line of the sale file, with what each says and takes, as --help shows it.
 func SaleSettings() [][2]string {
 	out := make([][2]string, len(saleSettings))
 	for i, def := range saleSettings {
-		out[i] = [2]string{def.name, def.syntax}
+		out[i] = [2]string{def.name, def.what + ": " + def.syntax}
 	}
 	return out
 }

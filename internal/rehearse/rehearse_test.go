@@ -260,9 +260,9 @@ func TestRehearsalRefusesWhatItCannotPlay(t *testing.T) {
 	}{
 		{"no room", sale, nil, "no room to rehearse"},
 		{"no arrivals", Sale{}, []Variant{room1(10)}, "the sale has no arrivals"},
-		{"adapt without a shop", sale, []Variant{{Label: "adapt", Config: adapting}}, `adapt adapts its capacity to the shop: give the shop (--shop "40 at once, 250ms")`},
+		{"adapt without a shop", sale, []Variant{{Label: "adapt", Config: adapting}}, `adapt: adapt follows the shop: give a model of it, such as --shop "40 at once, 250ms"`},
 		{"settings the room refuses", sale, []Variant{{Label: "capacity 0", Config: noCapacity}}, "capacity 0: the room's settings: capacity"},
-		{"a bad setting to compare", sale, []Variant{{Label: "bad", Config: configFor(10), Patch: []byte(`{"capacity": -4}`)}}, `bad: the settings to compare, {"capacity": -4}: capacity`},
+		{"a bad setting to compare", sale, []Variant{{Label: "bad", Config: configFor(10), Patch: []byte(`{"capacity": -4}`)}}, `bad: the settings compared, {"capacity": -4}: capacity`},
 		{"an unknown setting to compare", sale, []Variant{{Label: "bad", Config: configFor(10), Patch: []byte(`{"seats": 4}`)}}, `unknown field "seats"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -58,7 +58,7 @@ func (rep *Report) JSON() ([]byte, error) {
 // their paths.
 func (rep *Report) Write(dir string) (jsonPath, htmlPath string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", "", fmt.Errorf("writing the report: %w", err)
+		return "", "", fmt.Errorf("writing the report into %s: %w", dir, err)
 	}
 	js, err := rep.JSON()
 	if err != nil {
@@ -66,10 +66,10 @@ func (rep *Report) Write(dir string) (jsonPath, htmlPath string, err error) {
 	}
 	jsonPath, htmlPath = filepath.Join(dir, "report.json"), filepath.Join(dir, "report.html")
 	if err := os.WriteFile(jsonPath, js, 0o644); err != nil {
-		return "", "", fmt.Errorf("writing the report: %w", err)
+		return "", "", fmt.Errorf("writing the report into %s: %w", dir, err)
 	}
 	if err := os.WriteFile(htmlPath, rep.HTML(), 0o644); err != nil {
-		return "", "", fmt.Errorf("writing the report: %w", err)
+		return "", "", fmt.Errorf("writing the report into %s: %w", dir, err)
 	}
 	return jsonPath, htmlPath, nil
 }

@@ -55,9 +55,15 @@ func Rehearse(ctx context.Context, sale Sale, variants []Variant, opt Options) (
 		return nil, err
 	}
 	sale = sale.withDefaults()
+	// Every room is built before any is played, so that a setting the room refuses
+	// is said at once, not after the others' sales.
 	for _, v := range variants {
-		if v.Config.Adapt != nil && len(sale.Shop) == 0 {
-			return nil, fmt.Errorf("%s adapts its capacity to the shop: give the shop (--shop \"40 at once, 250ms\")", v.Label)
+		e, err := newEngine(v, time.Time{}, noTicks{}, func([]visitorID) {})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", v.Label, err)
+		}
+		if e.adapt && len(sale.Shop) == 0 {
+			return nil, fmt.Errorf("%s: adapt follows the shop: give a model of it, such as --shop \"40 at once, 250ms\"", v.Label)
 		}
 	}
 	if opt.Horizon <= 0 {
@@ -84,6 +90,12 @@ func Rehearse(ctx context.Context, sale Sale, variants []Variant, opt Options) (
 	}
 	return results, nil
 }
+
+// noTicks hears nothing of a room's steps.
+type noTicks struct{}
+
+func (noTicks) stepped(int, int, int, uint64, int) {}
+func (noTicks) target(time.Duration)               {}
 
 // run is one variant's rehearsal.
 type run struct {
