@@ -71,6 +71,13 @@ func TestProgressLine(t *testing.T) {
 	if got, want := progressLine(p, 3), "rehearsing 3 settings  clearing: 12,345 in line, 2 h 30 min simulated"; got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
+	var drawn bytes.Buffer
+	bar := &progressBar{w: &drawn, runs: make([]Progress, 2)}
+	bar.update(Progress{Run: 1, Simulated: 10 * time.Minute, Arrived: 100, Visitors: 2000, LastArrival: time.Hour})
+	bar.end()
+	if want := "\rrehearsing 2 settings  [························]   0 %  0 s of 1 h, 0 in line"; !strings.HasPrefix(drawn.String(), want) {
+		t.Errorf("a run not started yet is the one furthest behind: %q", drawn.String())
+	}
 	if newProgressBar(&bytes.Buffer{}, 1) != nil {
 		t.Error("a progress bar drawn into a buffer")
 	}

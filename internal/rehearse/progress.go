@@ -37,9 +37,12 @@ func (b *progressBar) update(p Progress) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.runs[p.Run] = p
-	slowest := b.runs[0]
-	for _, r := range b.runs[1:] {
-		if r.Simulated < slowest.Simulated {
+	slowest := p
+	for _, r := range b.runs {
+		if r.Visitors == 0 { // not started: at the start of the same sale
+			r = Progress{Visitors: p.Visitors, LastArrival: p.LastArrival, Limit: p.Limit}
+		}
+		if r.Simulated < slowest.Simulated || r.Simulated == slowest.Simulated && r.Arrived < slowest.Arrived {
 			slowest = r
 		}
 	}
