@@ -168,3 +168,38 @@ func TestRehearseCommandGolden(t *testing.T) {
 		})
 	}
 }
+
+// The same seed writes the same report, byte for byte, through the command: the
+// room as the site configures it and a compared setting, a sale with give-ups,
+// sleeping phones and no-shows. Another seed plays another sale.
+func TestRehearseCommandIsDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(commandFiles["Caddyfile"]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	report := func(seed, out string) (js, page []byte) {
+		t.Helper()
+		if got, err := runCommand(t, dir, "waiting-room", "rehearse", "--seed", seed, "--out", out,
+			"--arrivals", "2000 over 2m, 1000 over 5m", "--stay", "3m ± 1m", "--checkout", "40%", "--give-up", "10% after 2m, 10% after 6m",
+			"--sleep", "5% for 2m ± 1m", "--no-shows", "2%", "--compare", `{"capacity": 150}`); err != nil {
+			t.Fatalf("%v\n%s", err, got)
+		}
+		js, err := os.ReadFile(filepath.Join(dir, out, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err = os.ReadFile(filepath.Join(dir, out, "report.html"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js, page
+	}
+	js1, page1 := report("7", "first")
+	js2, page2 := report("7", "second")
+	if !bytes.Equal(js1, js2) || !bytes.Equal(page1, page2) {
+		t.Fatalf("seed 7 wrote two different reports: report.json the same: %v, report.html the same: %v", bytes.Equal(js1, js2), bytes.Equal(page1, page2))
+	}
+	if js3, _ := report("8", "third"); bytes.Equal(js1, js3) {
+		t.Fatal("seeds 7 and 8 played the same sale")
+	}
+}
