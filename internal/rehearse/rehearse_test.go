@@ -247,6 +247,39 @@ func TestCoarseHubPlaysTheSameSale(t *testing.T) {
 	}
 }
 
+// Without a shop, a shopper's requests that do not touch its session change
+// nothing the store holds: playing only those that do leaves the same sale, to the
+// byte, as playing every click, whether the clicks come faster than the touches
+// or slower, with sessions short or long.
+func TestSparseClicksPlayTheSameSale(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		clicks Clicks
+		patch  string
+	}{
+		{"a page every 3s, session_ttl 10s", Clicks{Every: 3 * time.Second, Requests: 1}, `{"session_ttl": "10s", "queue_ttl": "10s", "away_ttl": "30s", "arrive_ttl": "5s"}`},
+		{"a page every 7s, session_ttl 30s", Clicks{Every: 7 * time.Second, Requests: 1}, `{"session_ttl": "30s"}`},
+		{"a page every 20s, session_ttl 5m", DefaultClicks, `{"session_ttl": "5m"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sale := Sale{Arrivals: []Segment{{N: 1500, Over: 2 * time.Minute}}, Stay: Spread{Base: 3 * time.Minute, Spread: 150 * time.Second},
+				GiveUp: []GiveUp{{Share: 0.2, After: 4 * time.Minute}}, Checkout: 0.5, Clicks: tc.clicks}
+			v := Variant{Label: tc.name, Config: configFor(100), Patch: []byte(tc.patch)}
+			sparse, err := Rehearse(context.Background(), sale, []Variant{v}, Options{Seed: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			every, err := Rehearse(context.Background(), sale, []Variant{v}, Options{Seed: 5, everyClick: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(reportOf(t, sparse[0]), reportOf(t, every[0])) {
+				t.Fatalf("playing only the requests that touch played another sale:\n%+v\n%+v", sparse[0].Summary, every[0].Summary)
+			}
+		})
+	}
+}
+
 func TestRehearsalRefusesWhatItCannotPlay(t *testing.T) {
 	adapting := configFor(40)
 	adapting.Adapt = &capacity.Targets{Latency: time.Second, Errors: capacity.DefaultErrors, Min: 1, Max: 400}

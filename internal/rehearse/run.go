@@ -27,6 +27,9 @@ type Options struct {
 	// ring is the hub's period in the real hub's intervals (hub.go); 0: the
 	// rehearsal's own. Tests set the real hub's, 1.
 	ring int
+	// everyClick plays every request of every shopper, where the rehearsal plays
+	// only those that touch the session (playOne). Tests set it.
+	everyClick bool
 }
 
 // Progress is how far one run has got.
@@ -108,18 +111,19 @@ type run struct {
 	zero  time.Time
 	now   int64 // ns since the sale's start
 
-	vis    []visitor
-	byID   map[visitorID]int32 // the visitors in line, by their place's id
-	events events
-	arr    *arrivals
-	hub    *hub
-	gap    int64 // between two of a shopper's requests
-	serve  bool  // the shop is modelled: each request is served and measured
-	kicked bool  // a departure asks for an admission step at once
-	beat   [1]visitorID
-	pcg    *rand.PCG
-	traits *rand.Rand
-	shop   *rand.Rand
+	vis     []visitor
+	byID    map[visitorID]int32 // the visitors in line, by their place's id
+	events  events
+	arr     *arrivals
+	hub     *hub
+	gap     int64 // between two of a shopper's requests the rehearsal plays
+	touches int64 // between two of a shopper's requests that touch its session
+	serve   bool  // the shop is modelled: each request is served and measured
+	kicked  bool  // a departure asks for an admission step at once
+	beat    [1]visitorID
+	pcg     *rand.PCG
+	traits  *rand.Rand
+	shop    *rand.Rand
 
 	inLine, inside int
 	clearedAt      int64 // when the line last emptied of people
@@ -154,13 +158,18 @@ func playOne(ctx context.Context, sale *Sale, v Variant, no int, opt Options) (*
 	r.eng = eng
 	r.hub = newHub(int64(eng.heartbeatEvery()), int64(eng.queueTTL), step, opt.ring)
 	r.serve = len(sale.Shop) > 0
-	r.gap = int64(sale.Clicks.Every)
-	if !r.serve && !eng.sessionMax {
+	every := int64(sale.Clicks.Every)
+	r.gap, r.touches = every, every
+	if !r.serve && !eng.sessionMax && !opt.everyClick {
 		// Without a shop to measure, the store sees a shopper's requests only as
-		// touches of its session, at most one per queue.TouchEvery: one request a
-		// little under session_ttl after the last, and one at the end, keep the
-		// session and end it as clicks every few seconds would, within that.
-		r.gap = max(r.gap, int64(eng.sessionTTL-touchEvery))
+		// touches of its session: a request touches it once queue.TouchEvery has
+		// passed since the last that did, so a page every E touches it every
+		// ceil(TouchEvery/E)·E from the entry. The rehearsal plays only requests that
+		// touch: as few as keep the session (one a little under session_ttl after
+		// the last), the last that touches before the stay's end, and the last
+		// request. The store then holds the session, and ends it, as at every click.
+		r.touches = (int64(touchEvery) + every - 1) / every * every
+		r.gap = max(1, int64(eng.sessionTTL-touchEvery)/r.touches) * r.touches
 	}
 	if err := r.play(); err != nil {
 		return nil, err
@@ -427,7 +436,20 @@ func (r *run) enter(n int32, through bool) {
 	v.state, v.leaveAt = stInside, r.now+v.stay
 	r.inside++
 	r.serveRequests(v)
-	r.after(min(r.gap, v.stay), n, evClick)
+	r.after(r.nextClick(v)-r.now, n, evClick)
+}
+
+// nextClick is when the rehearsal plays shopper v's next request: gap on, and at
+// the end of its stay the last that touched its session, then the last.
+func (r *run) nextClick(v *visitor) int64 {
+	if next := r.now + r.gap; next < v.leaveAt {
+		return next
+	}
+	entered := v.leaveAt - v.stay
+	if last := entered + v.stay/r.touches*r.touches; last > r.now && last < v.leaveAt {
+		return last
+	}
+	return v.leaveAt
 }
 
 // click is a shopper's next page; at the end of its stay, its last.
@@ -446,7 +468,7 @@ func (r *run) click(n int32) {
 		return
 	}
 	if r.now < v.leaveAt && a.place == placeIn {
-		r.after(min(r.gap, v.leaveAt-r.now), n, evClick)
+		r.after(r.nextClick(v)-r.now, n, evClick)
 		return
 	}
 	r.inside--
