@@ -41,7 +41,7 @@ func TestNobodyWaitsUnderCapacity(t *testing.T) {
 
 // With a checkout, a slot frees as the shopper leaves: capacity 100, 1,000 at once
 // and two minutes in the shop each is ten rounds of two minutes, each the next
-// hundred's navigation (half a second) later.
+// hundred's navigation (about half a second) later.
 func TestTheLineClearsAsTheShoppersCheckOut(t *testing.T) {
 	sale := Sale{Arrivals: atOnce(1000), Stay: Spread{Base: 2 * time.Minute}, Checkout: 1}
 	r := rehearse(t, sale, room1(100))[0]

@@ -42,10 +42,14 @@ type Progress struct {
 	LastArrival, Limit time.Duration // when the last visitor arrives, and the horizon
 }
 
-// navDelay is how long after the store lets a waiter in its page loads the site:
-// the socket tells it at once, the page waits 400 ms (assets/waiting.html's
-// admitted()), and the request takes a moment.
-const navDelay = int64(500 * time.Millisecond)
+// navDelay is how long after the store lets a waiter in its page's request for
+// the site reaches the room: the page waits 400 ms (assets/waiting.html's
+// admitted()), and the news of the turn and the page's request take about 120 ms
+// on their ways over the internet. It is not a multiple of the step on purpose: a
+// real request never comes at the instant of a step, and everything a shopper
+// does is timed from its entry, so one that did would have the store end each
+// walked-away session at a step instead of the step after, a step early.
+const navDelay = int64(520 * time.Millisecond)
 
 // Rehearse plays sale against each variant of the room and returns what each did.
 // Every variant plays the same people: the same arrivals, each with the same
