@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -136,29 +134,55 @@ func describe(cfg *room.Config) string {
 	return strings.Join(parts, ", ")
 }
 
-// patchLabel names the run of a PATCH body by the settings it sets:
-// {"capacity": 800, "mode": "random"} is "capacity 800, mode random". A body that
-// is not an object is named as written (the room refuses it, with the admin API's
-// message).
+// patchLabel names the run of a PATCH body by the settings it sets, in its order:
+// {"capacity": 800, "mode": "random"} is "capacity 800, mode random", and
+// {"adapt": {"latency": "400ms", "max": 3000}} is "adapt (latency 400ms, max 3000)".
+// A body that is not an object is named as written (the room refuses it, with the
+// admin API's message).
 func patchLabel(body []byte) string {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil || len(fields) == 0 {
-		return strings.TrimSpace(string(body))
+	body = bytes.TrimSpace(body)
+	if label, ok := fields(body); ok && label != "" {
+		return label
+	}
+	return string(body)
+}
+
+// fields writes a JSON object's fields as words, "name value, …", in their order;
+// false when raw is not an object.
+func fields(raw []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "", false
 	}
 	var parts []string
-	for _, name := range slices.Sorted(maps.Keys(fields)) {
-		v := fields[name]
-		var s string
-		switch {
-		case bytes.Equal(v, []byte("null")):
-			s = "as configured"
-		case json.Unmarshal(v, &s) == nil:
-		default:
-			var b bytes.Buffer
-			_ = json.Compact(&b, v)
-			s = b.String()
+	for dec.More() {
+		name, err := dec.Token()
+		var value json.RawMessage
+		if err != nil || dec.Decode(&value) != nil {
+			return "", false
 		}
-		parts = append(parts, name+" "+s)
+		parts = append(parts, fmt.Sprintf("%s %s", name, valueWords(value)))
 	}
-	return strings.Join(parts, ", ")
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return "", false
+	}
+	return strings.Join(parts, ", "), true
+}
+
+// valueWords is one field's value as words: a string unquoted, null "as
+// configured", an object's fields in brackets.
+func valueWords(v json.RawMessage) string {
+	var s string
+	switch {
+	case bytes.Equal(v, []byte("null")):
+		return "as configured"
+	case json.Unmarshal(v, &s) == nil:
+		return s
+	}
+	if inner, ok := fields(v); ok {
+		return "(" + inner + ")"
+	}
+	var b bytes.Buffer
+	_ = json.Compact(&b, v)
+	return b.String()
 }

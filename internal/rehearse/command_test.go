@@ -27,13 +27,15 @@ func TestRunsAreNamedByTheirSettings(t *testing.T) {
 		t.Errorf("describe: %q, want %q", got, want)
 	}
 	for body, want := range map[string]string{
-		`{"capacity": 800}`:                      "capacity 800",
-		`{"mode": "random", "capacity": 800}`:    "capacity 800, mode random",
-		`{"rate": {"count": 1000, "per": "1m"}}`: `rate {"count":1000,"per":"1m"}`,
-		`{"session_ttl": null}`:                  "session_ttl as configured",
-		` capacity=400 `:                         "capacity=400",
-		`{}`:                                     "{}",
-		`{"message": "we open at ten", "arrive_ttl": 0}`: "arrive_ttl 0, message we open at ten",
+		`{"capacity": 800}`:                                           "capacity 800",
+		`{"mode": "random", "capacity": 800}`:                         "mode random, capacity 800",
+		`{"rate": {"count": 1000, "per": "1m"}}`:                      "rate (count 1000, per 1m)",
+		`{"adapt": {"latency": "400ms", "max": 3000}, "capacity": 9}`: "adapt (latency 400ms, max 3000), capacity 9",
+		`{"session_ttl": null}`:                                       "session_ttl as configured",
+		` capacity=400 `:                                              "capacity=400",
+		`{}`:                                                          "{}",
+		`{"message": "we open at ten", "arrive_ttl": 0}`:              "message we open at ten, arrive_ttl 0",
+		`{"capacity": 800`:                                            `{"capacity": 800`,
 	} {
 		if got := patchLabel([]byte(body)); got != want {
 			t.Errorf("patchLabel(%s) = %q, want %q", body, got, want)
