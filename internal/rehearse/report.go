@@ -87,7 +87,7 @@ func (rep *Report) Text() string {
 		}
 		b.WriteString("\n")
 		fmt.Fprintf(&b, "  wait: median %s, 90th percentile %s, longest %s\n", formatSeconds(s.WaitP50), formatSeconds(s.WaitP90), formatSeconds(s.WaitMax))
-		fmt.Fprintf(&b, "  the line clears %s; at most %s waiting\n", clearsText(s), formatCount(float64(s.MaxWaiting)))
+		fmt.Fprintf(&b, "  the line %s; at most %s waiting\n", clearsText(s), formatCount(float64(s.MaxWaiting)))
 		if s.ETA.ErrorP50 != nil {
 			fmt.Fprintf(&b, "  the ETA shown on arrival was off by %s (median), %s (90th percentile)\n", formatShare(*s.ETA.ErrorP50), formatShare(*s.ETA.ErrorP90))
 		}
@@ -102,11 +102,13 @@ func (rep *Report) Text() string {
 	return b.String()
 }
 
+// clearsText says when the line clears: "clears 12 min after the first arrival",
+// or "does not clear within the rehearsal (…)".
 func clearsText(s *Summary) string {
 	if s.ClearsAfter == nil {
-		return fmt.Sprintf("not within the rehearsal (%s still in line)", formatCount(float64(s.InLine)))
+		return fmt.Sprintf("does not clear within the rehearsal (%s still in line)", formatCount(float64(s.InLine)))
 	}
-	return formatSeconds(*s.ClearsAfter) + " after the first arrival"
+	return "clears " + formatSeconds(*s.ClearsAfter) + " after the first arrival"
 }
 
 // formatSeconds writes a wait as people say it: 45 s, 12 min 5 s, 1 h 35 min; and

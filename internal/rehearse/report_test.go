@@ -239,4 +239,14 @@ func TestTheTerminalSummary(t *testing.T) {
 			t.Errorf("the summary does not say %q:\n%s", want, got)
 		}
 	}
+	// A line still there at the horizon does not clear, and the summary says how
+	// many are left in it.
+	res, err := Rehearse(context.Background(), sale, []Variant{room1(100)}, Options{Seed: 1, Horizon: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = (&Report{Seed: 1, Sale: sale, Results: res}).Text()
+	if want := "the line does not clear within the rehearsal (700 still in line)"; !strings.Contains(got, want) {
+		t.Errorf("the summary does not say %q:\n%s", want, got)
+	}
 }
