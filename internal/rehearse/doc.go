@@ -10,9 +10,10 @@
 // Every 250 ms of the clock it runs the admission step (and at once after a
 // departure, as Room.kick does); between steps it plays, in time order, what each
 // visitor's browser does, each as the request the module would hand the room:
-// the first page load, the waiting socket, the navigation when the store admits
-// the waiter, a shopper's requests, the shop's revoke at checkout, a phone's poll
-// when it wakes. A waiter's socket is heard of as the hub hears of it on a memory
+// the first page load, the waiting socket, the page's request for the site 520 ms
+// after the store admits the waiter, a shopper's requests (those that renew its
+// session, at their instants), the shop's revoke at checkout, a phone's poll when
+// it wakes. A waiter's socket is heard of as the hub hears of it on a memory
 // store, by batched heartbeats (hub.go). What each visitor does (its stay, whether
 // and when it gives up, sleeps, misses its turn, checks out) is drawn from the
 // seed and its number alone, so the settings compared (--compare) play the same
@@ -21,8 +22,10 @@
 // from math/rand/v2's global source, which cannot be seeded: `mode random` and an
 // event's `shuffle` give the same sale in distribution only.
 //
-// What is where: sale.go the sale (Sale), parse.go and csv.go reading it from
-// flags, a sale file and a CSV of arrivals per minute; engine.go the one door into
+// What is where: command.go the command's run (Command) and its help, site.go the
+// room in a site's config, progress.go the terminal's progress bar; sale.go the sale
+// (Sale), parse.go and csv.go reading it from flags, a sale file and a CSV of
+// arrivals per minute; engine.go the one door into
 // internal/room and internal/queue; run.go the rehearsal's loop and what each
 // browser does, visitor.go a visitor's traits and record, events.go the events'
 // heap and the arrivals, hub.go the waiting sockets; record.go and result.go what
@@ -35,8 +38,8 @@
 // and no well-kept Go library draws an accessible chart (a title, a description,
 // labelled axes, a key) as plain SVG.
 //
-// A two-hour sale of 500,000 visitors takes 11 to 14 s of one core, a million
-// about 25 s (about 40,000 simulated visitors a second); most of it is the engine's
-// own work, its decisions (half) and the store's heartbeats (a fifth): go test -run
-// '^$' -bench Rehearse -benchtime 1x ./internal/rehearse/.
+// A two-hour sale of 500,000 visitors takes about 14 s of one core, a million about
+// 30 s (33,000 to 45,000 simulated visitors a second); half of it is the engine's
+// own decisions, a fifth the store's heartbeats: go test -run '^$' -bench Rehearse
+// -benchtime 1x ./internal/rehearse/.
 package rehearse
