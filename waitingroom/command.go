@@ -45,6 +45,10 @@ func init() {
 
 func cmdRehearse(cmd *cobra.Command, _ []string) error {
 	fl := caddycmd.Flags{FlagSet: cmd.Flags()}
+	sale, err := rehearse.SaleFrom(fl.String("sale"), func(name string) (string, bool) { return fl.String(name), fl.Changed(name) })
+	if err != nil {
+		return err
+	}
 	config, _, _, err := caddycmd.LoadConfig(fl.String("config"), fl.String("adapter"))
 	if err != nil {
 		return err
@@ -60,10 +64,6 @@ func cmdRehearse(cmd *cobra.Command, _ []string) error {
 	cfg, err := h.EngineConfig()
 	if err != nil {
 		return fmt.Errorf("waiting room %s: %w", h.Name, err)
-	}
-	sale, err := rehearse.SaleFrom(fl.String("sale"), func(name string) (string, bool) { return fl.String(name), fl.Changed(name) })
-	if err != nil {
-		return err
 	}
 	seed, _ := fl.GetUint64("seed")
 	compare, _ := fl.GetStringArray("compare")
