@@ -39,7 +39,7 @@ var rehearseCalibrate = flag.Int("rehearse.calibrate", 0, "play the real sale th
 
 // realSale is the sale, as the command's flags: a rush then a tail, short stays,
 // half the shoppers checking out, a fifth of those still waiting after 30 s giving
-// up. Its room clears in about three minutes.
+// up. Its line clears in about two and a half minutes.
 var realSale = []string{
 	"--arrivals", "150 over 20s, 100 over 40s",
 	"--stay", "15s ± 5s",
@@ -285,7 +285,7 @@ const navigationDelay = 520 * time.Millisecond
 // playPerson is one person of the sale, as the waiting page and a shopper do it:
 // the first page load at its arrival; in line, the page's socket until its turn
 // (or its give-up, which closes the tab), the page's pause and the navigation; in
-// the shop, a page every 5 s for its stay, the last a checkout for those who
+// the shop, a page every 3 s for its stay, the last a checkout for those who
 // check out.
 func playPerson(ctx context.Context, base string, start time.Time, p rehearse.Person) realVisit {
 	v := realVisit{admitted: -1, gaveUp: -1}
