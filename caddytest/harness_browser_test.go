@@ -479,6 +479,7 @@ func (b *tab) acceptLanguage(lang string) {
 //
 //	cd caddytest && go test -run TestBrowserPageScreenshots . -update-screenshot
 //
-// (or WAITING_ROOM_UPDATE_SCREENSHOT=1). Every run writes its screenshots to
-// caddytest/artifacts/, which git ignores.
-var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite examples/waiting-page.png from the browser test")
+// (or WAITING_ROOM_UPDATE_SCREENSHOT=1); the console's and the rehearsal report's
+// tests rewrite theirs with it too (examples/console.png, docs/rehearsal.png).
+// Every run writes its screenshots to caddytest/artifacts/, which git ignores.
+var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite the screenshots in examples/ and docs/ from the browser tests")

@@ -19,4 +19,5 @@
 //   - registry.go: the running rooms of this process, for the admin API (admin/).
 //   - store.go: the store modules' interface; the memory store is memorystore/, the
 //     Redis one redisstore/.
+//   - command.go: `caddy waiting-room rehearse`, which plays a sale in internal/rehearse.
 package waitingroom

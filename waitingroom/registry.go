@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"sync"
 
 	"github.com/caddyserver/caddy/v2"
@@ -102,12 +101,8 @@ func checkCookieName(h *Handler) error {
 	}
 	registry.Lock()
 	defer registry.Unlock()
-	names := make([]string, 0, len(registry.rooms))
-	for name := range registry.rooms {
-		names = append(names, name)
-	}
-	sort.Strings(names) // the same answer every time when several rooms collide
-	for _, name := range names {
+	// In name order: the same answer every time when several rooms collide.
+	for _, name := range slices.Sorted(maps.Keys(registry.rooms)) {
 		if name == h.Name {
 			continue
 		}

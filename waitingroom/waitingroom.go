@@ -210,33 +210,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.Key != "" {
 		h.keyCheck = room.NewKeyCheck(h.Name, h.Key, h.logger)
 	}
-	if h.SessionTTL == 0 {
-		h.SessionTTL = caddy.Duration(defaultSessionTTL)
-	}
-	if h.QueueTTL == 0 {
-		h.QueueTTL = caddy.Duration(defaultQueueTTL)
-	}
-	if h.AwayTTL == nil {
-		away := caddy.Duration(max(defaultAwayTTL, time.Duration(h.QueueTTL)))
-		h.AwayTTL = &away
-	}
-	if h.StatusCode == 0 {
-		h.StatusCode = http.StatusOK
-	}
-	if h.RejectStatusCode == 0 {
-		h.RejectStatusCode = http.StatusServiceUnavailable
-	}
-	if h.Fail == "" {
-		h.Fail = failOpen
-	}
-	if h.Cookie == nil {
-		h.Cookie = new(token.Cookie)
-	}
-	h.Cookie.SetDefaults(h.Name)
-	if h.PerIP != nil && h.PerIP.JoinWindow == 0 {
-		h.PerIP.JoinWindow = caddy.Duration(time.Minute)
-	}
-	if err := h.Validate(); err != nil {
+	cfg, err := h.EngineConfig()
+	if err != nil {
 		return err
 	}
 	h.config = ctx.Done()
@@ -245,7 +220,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 
 	var unspliced error
-	var err error
 	h.page, unspliced, err = page.NewWriter(h.Template, func(err error) {
 		h.logger.Error("waiting page template failed; serving the embedded page",
 			zap.String("room", h.Name), zap.String("template", h.Template), zap.Error(err))
@@ -289,38 +263,68 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.metrics = m
-	h.room = room.New(h.roomConfig(secrets, m))
+	cfg.Page, cfg.Secrets, cfg.Store, cfg.StoreType = h.page, secrets, h.store, h.storeType
+	cfg.Clock, cfg.Logger, cfg.Metrics, cfg.History = h.clock, h.logger, m, loadHistory(h.Name)
+	cfg.Siblings = func() []*room.Room { return siblings(h.Name) }
+	h.room = room.New(cfg)
 	h.releaseHistory = func() { releaseHistory(h.Name) }
 	h.room.Start(ctx)
 	register(h)
 	return nil
 }
 
-// roomConfig is the room's configuration as the engine takes it, Provision's
-// defaults filled in.
-func (h *Handler) roomConfig(secrets [][]byte, m *roomMetrics) *room.Config {
-	rt, _ := h.runtime() // checked in Provision
+// EngineConfig fills in h's defaults, checks h as Validate does, and returns the
+// room's configuration as the engine takes it: what the room runs with, but nothing
+// of a running room (its store, page, secrets, clock, logger, metrics, history).
+// Provision completes it and starts the room; `caddy waiting-room rehearse` plays a
+// sale against it.
+func (h *Handler) EngineConfig() (*room.Config, error) {
+	h.setDefaults()
+	if err := h.Validate(); err != nil {
+		return nil, err
+	}
+	rt, _ := h.runtime() // checked by Validate
 	cfg := &room.Config{
 		Name:          h.Name,
-		Config:        settings.Config{Runtime: rt},
+		Config:        settings.Config{Runtime: rt, Events: engineEvents(h.Events)},
 		FailOpen:      h.Fail == failOpen,
 		Lang:          h.Lang,
-		Page:          h.page,
-		Secrets:       secrets,
-		Store:         h.store,
-		StoreType:     h.storeType,
 		ParseDuration: caddy.ParseDuration,
-		Clock:         h.clock,
-		Logger:        h.logger,
-		Metrics:       m,
-		History:       loadHistory(h.Name),
-		Siblings:      func() []*room.Room { return siblings(h.Name) },
 	}
-	cfg.Events = engineEvents(h.Events)
 	if h.PerIP != nil {
 		cfg.PerIP = h.PerIP.engine()
 	}
-	return cfg
+	return cfg, nil
+}
+
+// setDefaults fills in the defaults of what the configuration leaves out.
+func (h *Handler) setDefaults() {
+	if h.SessionTTL == 0 {
+		h.SessionTTL = caddy.Duration(defaultSessionTTL)
+	}
+	if h.QueueTTL == 0 {
+		h.QueueTTL = caddy.Duration(defaultQueueTTL)
+	}
+	if h.AwayTTL == nil {
+		away := caddy.Duration(max(defaultAwayTTL, time.Duration(h.QueueTTL)))
+		h.AwayTTL = &away
+	}
+	if h.StatusCode == 0 {
+		h.StatusCode = http.StatusOK
+	}
+	if h.RejectStatusCode == 0 {
+		h.RejectStatusCode = http.StatusServiceUnavailable
+	}
+	if h.Fail == "" {
+		h.Fail = failOpen
+	}
+	if h.Cookie == nil {
+		h.Cookie = new(token.Cookie)
+	}
+	h.Cookie.SetDefaults(h.Name)
+	if h.PerIP != nil && h.PerIP.JoinWindow == 0 {
+		h.PerIP.JoinWindow = caddy.Duration(time.Minute)
+	}
 }
 
 // runtime is the room's runtime settings (settings.Runtime) as configured, with the

@@ -160,7 +160,7 @@ func (rm *Room) kick() {
 }
 
 func (rm *Room) run(ctx context.Context) {
-	t := time.NewTicker(stepEvery)
+	t := time.NewTicker(StepEvery)
 	defer t.Stop()
 	prune := time.NewTicker(time.Minute)
 	defer prune.Stop()

@@ -35,7 +35,7 @@ func (rm *Room) resumedSince(ctx context.Context, s *settings.Snapshot, tok toke
 // so the store's own session_max ends the session up to that lag earlier than the
 // cookie says.
 func sessionMaxLapsed(s *settings.Snapshot, since, now time.Time) bool {
-	lag := time.Duration(s.RefreshSeconds())*time.Second + stepEvery
+	lag := time.Duration(s.RefreshSeconds())*time.Second + StepEvery
 	return s.SessionMax > 0 && now.Sub(since) >= s.SessionMax-lag
 }
 

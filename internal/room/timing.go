@@ -5,14 +5,16 @@ import "time"
 // How often things happen in a running room. The waiting sockets' timing is
 // internal/push/timing.go.
 const (
-	// stepEvery is the admission step's period; departures also trigger a step at once.
-	stepEvery = 250 * time.Millisecond
+	// StepEvery is the admission step's period; departures also trigger a step at once.
+	// Exported for a caller that runs the room's loop itself on a clock of its own
+	// (internal/rehearse), so that it steps as a running room does.
+	StepEvery = 250 * time.Millisecond
 	// storeErrorLogEvery rate-limits outage logs to one line per period per room.
 	storeErrorLogEvery = 10 * time.Second
 	// secretCheckEvery is how often a generated secret is offered to the store again:
 	// every tick, so that a store which forgot it (Redis restarted empty) has it back
 	// before a newly started instance can plant another. One SET NX per tick.
-	secretCheckEvery = stepEvery
+	secretCheckEvery = StepEvery
 	// fleetEvery is how often the room states its format level in the store's fleet
 	// record (fleet.go): one small script call per period, and what an upgrade waits
 	// for at most, beside the lease's queue_ttl, before the fleet reads a new level.

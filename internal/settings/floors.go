@@ -32,7 +32,7 @@ const (
 	MinArriveTTL = 5 * time.Second
 
 	// MinWindow bounds a rate's window and the per-address join window: admissions
-	// are decided every stepEvery, and a window much below a second cannot be kept as
+	// are decided every room.StepEvery, and a window much below a second cannot be kept as
 	// written (a rate of 1 per 100ms admits at the step's pace, not ten a second).
 	MinWindow = time.Second
 )
