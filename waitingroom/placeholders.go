@@ -21,7 +21,7 @@ const (
 	visitQueued      = "queued"
 	visitRejected    = "rejected"
 	visitUnavailable = "unavailable"
-	visitChallenge   = "challenge" // a new visitor without a valid proof of work (proof.go)
+	visitChallenge   = "challenge" // a new visitor without a valid proof of work
 )
 
 // visit is what the room decided about one request. Its placeholders are given to the
@@ -38,7 +38,7 @@ type visit struct {
 	known    bool
 	position int
 	capacity int  // in force when the request was decided on
-	keyed    bool // the request came with a key (key.go)
+	keyed    bool // the request came with a key
 
 	watcher revokeWatcher // an admitted request's (passAdmitted)
 }

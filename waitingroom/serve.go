@@ -6,12 +6,12 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
@@ -154,12 +154,13 @@ func (h *Handler) passAdmitted(w http.ResponseWriter, r *http.Request, next cadd
 	} else {
 		rw = new(revokeWatcher)
 	}
-	*rw = revokeWatcher{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, r: r, id: id, cookie: cookie, start: start}
+	*rw = revokeWatcher{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, r: r, id: id, cookie: cookie,
+		body: capacity.Body{Clock: h.clock, Start: start}}
 	body := r.Body
 	// A request without content (a GET) has nothing to watch, whatever wraps its empty
 	// body (Caddy's access log does): it is whole when handed on.
 	if r.ContentLength != 0 && body != nil && body != http.NoBody {
-		rw.body.ReadCloser, rw.body.rw = body, rw
+		rw.body.ReadCloser = body
 		r.Body = &rw.body
 	}
 	err := next.ServeHTTP(rw, r)
@@ -181,23 +182,14 @@ func (h *Handler) passAdmitted(w http.ResponseWriter, r *http.Request, next cadd
 const statusClientClosed = 499
 
 // measure tells the room what the shop did with the request, answered now: its time
-// to first byte, counted from when it had the whole request, and whether it failed.
-// For a request with a body, that is from the last of the body the shop read (its
-// end, for a shop that reads it whole): a slow upload is the client's time, not the
-// shop's; a shop that answers without reading the body is timed from handing it on.
-// Nothing is told when the shop is not the one who answered for it: the client went
-// away (the proxy records 499 then), or reading the request's body failed (a
-// malformed chunk, a client gone mid-upload, a body over a limit): the client's
-// doing or Caddy's, which the proxy answers 502 itself.
+// to first byte, from when it had the whole request (capacity.Body), and whether it
+// failed. Nothing is told when the shop is not the one who answered for it: the
+// client went away (the proxy records 499 then), or reading the request's body
+// failed, which the proxy answers 502 itself.
 func (rw *revokeWatcher) measure(failed bool) {
-	if rw.body.failed.Load() || rw.r.Context().Err() != nil {
-		return
+	if ttfb, ok := rw.body.TTFB(rw.h.clock.Now()); ok && rw.r.Context().Err() == nil {
+		rw.h.room.Served(rw.id, ttfb, failed)
 	}
-	ttfb := rw.h.clock.Now().Sub(rw.start)
-	if got := rw.body.got.Load(); got != 0 {
-		ttfb -= time.Duration(got)
-	}
-	rw.h.room.Served(rw.id, max(ttfb, 0), failed)
 }
 
 // clientClosed says the next handler's error is the client's going away (Caddy's
@@ -205,28 +197,6 @@ func (rw *revokeWatcher) measure(failed bool) {
 func clientClosed(err error) bool {
 	var he caddyhttp.HandlerError
 	return err != nil && errors.As(err, &he) && he.StatusCode == statusClientClosed
-}
-
-// requestBody is an admitted request's body as the next handler reads it: it notes
-// when the shop last got something of it (bytes, or its end) and whether reading it
-// failed. The proxy reads it on a goroutine of its own while the response's header
-// may be written on the handler's, hence the atomics; a clock read per read of the
-// body is nothing beside the read.
-type requestBody struct {
-	io.ReadCloser
-	rw     *revokeWatcher // the request's, for its clock and start
-	got    atomic.Int64   // when the last read returned something, in nanoseconds after the request's start (0: none yet)
-	failed atomic.Bool    // reading it failed
-}
-
-func (b *requestBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && err != io.EOF {
-		b.failed.Store(true)
-	} else if n > 0 || err == io.EOF {
-		b.got.Store(max(int64(b.rw.h.clock.Now().Sub(b.rw.start)), 1))
-	}
-	return n, err
 }
 
 // shopFailed says an error from the next handler is the shop's failure: any but one
@@ -251,9 +221,8 @@ type revokeWatcher struct {
 	r                               *http.Request
 	id                              queue.VisitorID
 	wroteHeader                     bool
-	cookie                          bool      // the response carries the room's Set-Cookie
-	start                           time.Time // when the request was read, for its time to first byte
-	body                            requestBody
+	cookie                          bool          // the response carries the room's Set-Cookie
+	body                            capacity.Body // the request's, timed from when it was read
 }
 
 func (rw *revokeWatcher) WriteHeader(code int) {
