@@ -19,7 +19,7 @@
 //     bytes;
 //   - the drawn order is the entries sorted ascending by HMAC-SHA256 with the seed's
 //     32 bytes as the key and the entry id's 32 characters as the message, compared
-//     as bytes; two equal MACs (never seen: 2^-128 per pair) go by entry id, ascending.
+//     as bytes; two equal MACs (a chance of 2^-256 per pair) go by entry id, ascending.
 //     Place 1 is first.
 //
 // A receipt is signed with Ed25519 over its canonical JSON without "signature": the

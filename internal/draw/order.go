@@ -17,20 +17,20 @@ type Rank [sha256.Size]byte
 type Ranker struct {
 	mac  hash.Hash
 	text [EntryText]byte
+	sum  []byte // what is passed to a hash.Hash escapes: these buffers are on the heap once
 }
 
 // NewRanker is a Ranker for the draw of seed.
 func NewRanker(seed Seed) *Ranker {
-	return &Ranker{mac: hmac.New(sha256.New, seed[:])}
+	return &Ranker{mac: hmac.New(sha256.New, seed[:]), sum: make([]byte, 0, sha256.Size)}
 }
 
 // Rank is entry's rank under the Ranker's seed.
 func (r *Ranker) Rank(e Entry) Rank {
 	r.mac.Reset()
 	r.mac.Write(e.appendText(r.text[:0]))
-	var out Rank
-	r.mac.Sum(out[:0])
-	return out
+	r.sum = r.mac.Sum(r.sum[:0])
+	return Rank(r.sum)
 }
 
 // Compare orders two entries of one draw by the rule: by rank, then by entry id. It
