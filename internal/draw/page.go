@@ -30,8 +30,11 @@ const (
 	ReasonRandom   = "random"   // mode random's pick: the live waiter first in the committed order
 )
 
-// Reasons lists every reason, in the order the page shows them.
-var Reasons = []string{ReasonInOrder, ReasonPass, ReasonReturned, ReasonHandoff, ReasonAdmin, ReasonRandom}
+// Reasons lists every reason, in the order the page shows them: the bounded set of
+// the metric's reason label.
+func Reasons() []string {
+	return []string{ReasonInOrder, ReasonPass, ReasonReturned, ReasonHandoff, ReasonAdmin, ReasonRandom}
+}
 
 // MaxPage is the largest public page JSON read, in bytes; a longer one is refused
 // before it is parsed.
