@@ -105,7 +105,10 @@ func strictObject(data []byte, field func(name string, dec *json.Decoder) error)
 		if err != nil {
 			return malformed(err)
 		}
-		name := tok.(string) // inside an object, the decoder gives names only
+		name, ok := tok.(string) // inside an object the decoder gives names only; checked all the same
+		if !ok {
+			return fmt.Errorf("%w: a member without a name", ErrMalformed)
+		}
 		if seen[name] {
 			return fmt.Errorf("%w: %q is given twice", ErrMalformed, clip(name))
 		}

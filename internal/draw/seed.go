@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // SeedSize is the length of a seed in bytes.
@@ -80,11 +81,14 @@ func checkSHA256Text(what, text string) error {
 	return nil
 }
 
-// clip shortens what an error quotes from hostile input.
+// clip shortens what an error quotes from hostile input, at a character's start.
 func clip(s string) string {
-	const most = 80
-	if len(s) <= most {
+	n := 80
+	if len(s) <= n {
 		return s
 	}
-	return s[:most] + "…"
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
