@@ -86,6 +86,7 @@ func claimCookieName(state map[string]any, wr *Handler) error {
 //		message     <text>
 //		proof_of_work <bits>
 //		key         <placeholder>
+//		draw_page   <path>|off
 //		adapt {
 //			latency <duration>
 //			errors  <percent>
@@ -201,6 +202,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.ProofOfWork, err = parseProofOfWork(d)
 		case "key":
 			h.Key, err = checkedArg(d, room.CheckKey)
+		case "draw_page":
+			h.DrawPage, err = checkedArg(d, page.CheckDrawPage)
 		case "adapt":
 			adaptAt = where(d)
 			h.Adapt, err = parseAdapt(d)

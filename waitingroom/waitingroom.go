@@ -157,6 +157,13 @@ type Handler struct {
 	// off, at run time. Default: off.
 	Adapt *Adapt `json:"adapt,omitempty"`
 
+	// DrawPage is the path of the room's public draw page (docs/fairness.md): its
+	// draws' commitments, seeds and entrants, and its admissions by reason, which
+	// every waiter's receipt points to. "off" turns the page and the receipts off.
+	// It is answered before anything else, in every mode, and never sets a cookie
+	// or counts anyone. Default: /.well-known/waiting-room/<name>.
+	DrawPage string `json:"draw_page,omitempty"`
+
 	// Cookie configures the visitor cookie.
 	Cookie *token.Cookie `json:"cookie,omitempty"`
 
@@ -179,6 +186,7 @@ type Handler struct {
 	// cookieNamedAt is where the Caddyfile names the room's cookie (its cookie name
 	// option, else its name), for the adapter's cookie-name check.
 	cookieNamedAt string
+	drawPage      string // the draw page's path, "" when off
 }
 
 // CaddyModule returns the Caddy module information.
@@ -235,6 +243,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.Cookie.SetDefaults(h.Name)
 	if h.PerIP != nil && h.PerIP.JoinWindow == 0 {
 		h.PerIP.JoinWindow = caddy.Duration(time.Minute)
+	}
+	if h.drawPage = cmp.Or(h.DrawPage, page.DefaultDrawPage(h.Name)); h.DrawPage == "off" {
+		h.drawPage = ""
 	}
 	if err := h.Validate(); err != nil {
 		return err
@@ -307,6 +318,7 @@ func (h *Handler) roomConfig(secrets [][]byte, m *roomMetrics) *room.Config {
 		Lang:          h.Lang,
 		Page:          h.page,
 		Secrets:       secrets,
+		DrawPage:      h.drawPage,
 		Store:         h.store,
 		StoreType:     h.storeType,
 		ParseDuration: caddy.ParseDuration,
@@ -428,6 +440,11 @@ func (h *Handler) Validate() error {
 	}
 	if h.Lang != "" {
 		if err := page.CheckLang(h.Lang); err != nil {
+			return err
+		}
+	}
+	if h.DrawPage != "" {
+		if err := page.CheckDrawPage(h.DrawPage); err != nil {
 			return err
 		}
 	}
