@@ -35,8 +35,9 @@ func TestFleetReadsTheLowestLiveLevel(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			mod := provision(t, addrs(t))
-			stores := instancesOn(mod)(t, 3)
+			stores := instancesOn(mod)(t, 4)
 			old, one, two := stores[0].(*roomStore), stores[1].(*roomStore), stores[2].(*roomStore)
+			three := stores[3].(*roomStore)
 			ctx, t0 := context.Background(), time.Unix(1_800_000_000, 0)
 			live := queue.FleetWindows{Record: 15 * time.Second, Lease: time.Minute}
 			fleet := func(s *roomStore, reads int, at time.Duration) queue.Fleet {
@@ -68,8 +69,18 @@ func TestFleetReadsTheLowestLiveLevel(t *testing.T) {
 			// Level 1 stops too: live until its record lapses.
 			want("level 1 stopped, its record not lapsed", fleet(two, 2, 70*time.Second), 2, 1)
 			want("once every live instance reads level 2", fleet(two, 2, 77*time.Second), 1, 2)
+			// A level-2 instance that renews its lease (its hub holds sockets) and
+			// stops: a restart. Once its record lapses it is gone, and its lease, fresh
+			// for a while yet, is not taken for an older release's.
+			want("a second level-2 instance", fleet(three, 2, 80*time.Second), 2, 2)
+			if err := three.Hold(ctx, nil, t0.Add(85*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			want("the second one stopped, its record not lapsed", fleet(two, 2, 90*time.Second), 2, 2)
+			want("the second one's record lapsed, its lease fresh", fleet(two, 2, 100*time.Second), 1, 2)
+			want("and its lease lapsed too", fleet(two, 2, 150*time.Second), 1, 2)
 			if n, err := two.shared.client.HLen(ctx, two.fleetKey()).Result(); err != nil || n != 1 {
-				t.Fatalf("the fleet record holds %d instances (%v) once two have gone, want 1", n, err)
+				t.Fatalf("the fleet record holds %d instances (%v) once three have gone, want 1", n, err)
 			}
 		})
 	}
