@@ -92,14 +92,15 @@ func (d *Draws) Receipt(h Holder) ([]byte, string) {
 	if d.page == "" || k == nil {
 		return nil, ""
 	}
-	r, signer := d.receiptOf(k, h)
+	r, entry, signer := d.receiptOf(k, h)
 	if signer == nil {
 		return nil, ""
 	}
 	url := d.page + "/" + r.Draw
 	if b := d.receipts.get(h.ID, r); b != nil {
-		return b, url
+		return b, url // the entry follows from the draw and the ticket: not made again
 	}
+	r.Entry = entry()
 	signed, err := signer.Sign(r)
 	if err != nil {
 		return nil, ""
@@ -112,54 +113,58 @@ func (d *Draws) Receipt(h Holder) ([]byte, string) {
 	return b, url
 }
 
-// receiptOf is h's receipt unsigned, and the signer it is signed with.
-func (d *Draws) receiptOf(k *keys, h Holder) (draw.Receipt, *draw.Signer) {
+// receiptOf is h's receipt unsigned and without its entry id, which entry makes (an
+// HMAC: only a receipt not signed before needs it), and the signer it is signed with.
+func (d *Draws) receiptOf(k *keys, h Holder) (draw.Receipt, func() draw.Entry, *draw.Signer) {
 	r := draw.Receipt{Room: d.room, Draw: draw.FIFO, Ticket: h.Ticket, Issued: h.Since.UTC().Truncate(time.Second)}
 	rec := d.cur.Load()
 	if !h.Pass && rec != nil {
 		entry, place, in, known := d.entrant(rec, h.Ticket)
 		switch {
 		case !known:
-			return r, nil // an entrant's or not, this instance cannot tell yet
+			return r, nil, nil // an entrant's or not, this instance cannot tell yet
 		case in:
-			r.Draw, r.Commitment, r.Entry, r.Place = rec.ID, rec.Seed.Commitment(), entry, place
+			r.Draw, r.Commitment, r.Place = rec.ID, rec.Seed.Commitment(), place
 			if r.Issued.Before(rec.Committed) {
 				r.Issued = rec.Committed
 			}
-			return r, k.signerOf(rec.PublicKey)
+			return r, entry, k.signerOf(rec.PublicKey)
 		}
 	}
-	r.Entry = newEntries(k.fifo).of(h.Ticket)
-	return r, k.signers[0]
+	return r, func() draw.Entry { return newEntries(k.fifo).of(h.Ticket) }, k.signers[0]
 }
 
-// entrant is the entry id of the waiter at ticket in draw rec and, once drawn, their
-// place; in says the ticket is the draw's (not one that came after an event's close),
-// and known false that this instance cannot tell yet (the draw is not worked out here).
-func (d *Draws) entrant(rec *queue.DrawRecord, ticket uint64) (entry draw.Entry, place uint64, in, known bool) {
+// entrant is how to make the entry id of the waiter at ticket in draw rec and, once
+// drawn, their place; in says the ticket is the draw's (not one that came after an
+// event's close), and known false that this instance cannot tell yet (the draw is not
+// worked out here).
+func (d *Draws) entrant(rec *queue.DrawRecord, ticket uint64) (entry func() draw.Entry, place uint64, in, known bool) {
+	of := func(t uint64) func() draw.Entry {
+		return func() draw.Entry { return newEntries(rec.EntryKey[:]).of(t) }
+	}
 	if rec.State == queue.DrawOpen {
-		return newEntries(rec.EntryKey[:]).of(ticket), 0, true, true // every waiter is an entrant
+		return of(ticket), 0, true, true // every waiter is an entrant
 	}
 	if !rec.Random() && ticket <= rec.Close {
-		return newEntries(rec.EntryKey[:]).of(ticket), 0, true, true // not placed yet
+		return of(ticket), 0, true, true // not placed yet
 	}
 	if !rec.Random() && ticket > rec.First+uint64(rec.Entrants) {
-		return draw.Entry{}, 0, false, true // joined after the close
+		return nil, 0, false, true // joined after the close
 	}
 	w := d.worked(rec.ID)
 	if w == nil {
-		return draw.Entry{}, 0, false, false
+		return nil, 0, false, false
 	}
 	if rec.Random() {
-		entry, place, in = w.placeOf(ticket)
-		return entry, place, in, true
+		e, place, in := w.placeOf(ticket)
+		return func() draw.Entry { return e }, place, in, true
 	}
 	place = ticket - rec.First
-	entry, _, _ = w.placeOf(w.byPlace[place-1])
+	e, _, _ := w.placeOf(w.byPlace[place-1])
 	if rec.State != queue.DrawDrawn {
 		place = 0 // placed, but the draw is not over: no place before the seed is out
 	}
-	return entry, place, true, true
+	return func() draw.Entry { return e }, place, true, true
 }
 
 // receiptCache is the last receipt this instance signed for each waiter, bounded.
@@ -169,7 +174,7 @@ type receiptCache struct {
 }
 
 type cachedReceipt struct {
-	r    draw.Receipt // unsigned
+	r    draw.Receipt // unsigned, without its entry id (it follows from the draw and the ticket)
 	json []byte
 }
 
@@ -186,6 +191,7 @@ func (c *receiptCache) get(id queue.VisitorID, r draw.Receipt) []byte {
 }
 
 func (c *receiptCache) put(id queue.VisitorID, r draw.Receipt, b []byte) {
+	r.Entry, r.Signature = draw.Entry{}, ""
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxCachedReceipts {
