@@ -18,9 +18,9 @@ type memDraws struct {
 	// high is the highest ordinary ticket admitted in order: a waiter admitted from
 	// below it was passed by the line while away, and is counted as returned.
 	high uint64
-	// minutes are the admissions by reason, a minute a slot, by unix minute modulo
-	// their number.
-	minutes [minutesKept]memMinute
+	// minutes are the admissions by reason of the minutes with any, oldest first,
+	// the last minutesKept at most.
+	minutes []memMinute
 	// saved is called after a commit, a close and the last place of an order, with
 	// the lock released: the module saves its files then, so that no commitment is
 	// shown and then lost to a crash, and no draw is found drawn after a restart
@@ -89,11 +89,27 @@ func (s *MemoryStore) CommitDraw(_ context.Context, rec DrawRecord) (DrawRecord,
 	return rec, nil
 }
 
-// pruneLocked forgets the drawn draws committed DrawKeep or longer before now.
+// memDrawsKept is how many drawn draws the memory store keeps besides the current one:
+// their pages answer, and every one is in every save.
+const memDrawsKept = 8
+
+// pruneLocked forgets the drawn draws committed DrawKeep or longer before now, and all
+// but the memDrawsKept latest.
 func (d *memDraws) pruneLocked(now time.Time) {
+	var drawn []*memDraw
 	for id, m := range d.byID {
-		if m.rec.State == DrawDrawn && id != d.current && now.Sub(m.rec.Committed) >= DrawKeep {
+		switch {
+		case m.rec.State != DrawDrawn || id == d.current:
+		case now.Sub(m.rec.Committed) >= DrawKeep:
 			delete(d.byID, id)
+		default:
+			drawn = append(drawn, m)
+		}
+	}
+	if len(drawn) > memDrawsKept {
+		slices.SortFunc(drawn, func(a, b *memDraw) int { return b.rec.Committed.Compare(a.rec.Committed) })
+		for _, m := range drawn[memDrawsKept:] {
+			delete(d.byID, m.rec.ID)
 		}
 	}
 }
@@ -289,11 +305,21 @@ func (s *MemoryStore) countLocked(now time.Time, lim Limits, why Reason, n int) 
 		return
 	}
 	at := now.Unix() / 60
-	m := &s.draws.minutes[at%int64(minutesKept)]
-	if m.at != at {
-		*m = memMinute{at: at}
+	ms := s.draws.minutes
+	i := len(ms)
+	for i > 0 && ms[i-1].at > at { // calls a moment apart may come in either order
+		i--
 	}
-	m.n[why] += uint64(n)
+	if i == 0 || ms[i-1].at != at {
+		ms = slices.Insert(ms, i, memMinute{at: at})
+		i++
+	}
+	ms[i-1].n[why] += uint64(n)
+	drop := 0
+	for drop < len(ms) && ms[drop].at <= ms[len(ms)-1].at-int64(minutesKept) {
+		drop++
+	}
+	s.draws.minutes = slices.Delete(ms, 0, drop)
 }
 
 func (s *MemoryStore) Admissions(_ context.Context, since, now time.Time) ([]Minute, error) {
@@ -302,10 +328,9 @@ func (s *MemoryStore) Admissions(_ context.Context, since, now time.Time) ([]Min
 	to := now.Unix() / 60
 	from := max(since.Unix()/60, to-int64(minutesKept)+1)
 	var out []Minute
-	for at := from; at <= to; at++ {
-		m := &s.draws.minutes[at%int64(minutesKept)]
-		if m.at == at && m.n != (ByReason{}) {
-			out = append(out, Minute{At: time.Unix(at*60, 0).UTC(), ByReason: m.n})
+	for _, m := range s.draws.minutes {
+		if m.at >= from && m.at <= to {
+			out = append(out, Minute{At: time.Unix(m.at*60, 0).UTC(), ByReason: m.n})
 		}
 	}
 	return out, nil

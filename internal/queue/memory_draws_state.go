@@ -42,17 +42,11 @@ func (s *MemoryStore) AppendDraws(dst []byte, room string) []byte {
 		}
 		draws = append(draws, saved{m.rec, e})
 	}
-	var minutes []memMinute
-	for _, m := range d.minutes {
-		if m.n != (ByReason{}) {
-			minutes = append(minutes, m)
-		}
-	}
+	minutes := slices.Clone(d.minutes)
 	current, high := d.current, d.high
 	s.mu.Unlock()
 
 	slices.SortFunc(draws, func(a, b saved) int { return cmp.Compare(a.rec.ID, b.rec.ID) })
-	slices.SortFunc(minutes, func(a, b memMinute) int { return cmp.Compare(a.at, b.at) })
 	w := stateWriter{b: dst}
 	w.bytes([]byte(room))
 	w.bytes([]byte(current))
@@ -149,8 +143,11 @@ func loadDraws(body []byte, room string) (memDraws, error) {
 		for i := range m.n {
 			m.n[i] = r.uint()
 		}
-		if r.err == nil && m.at >= 0 {
-			d.minutes[m.at%int64(minutesKept)] = m
+		if r.err == nil {
+			if k := len(d.minutes); k > 0 && m.at <= d.minutes[k-1].at {
+				return d, fmt.Errorf("the admissions' minutes go back in time")
+			}
+			d.minutes = append(d.minutes, m)
 		}
 	}
 	if r.err != nil {
