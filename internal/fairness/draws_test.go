@@ -23,7 +23,7 @@ var (
 )
 
 // instance is one instance's draws on a shared store.
-func instance(t *testing.T, room string) *Draws {
+func instance(_ *testing.T, room string) *Draws {
 	d := New(room, "/.well-known/waiting-room/"+room, nil)
 	d.SetSecrets([][]byte{secret})
 	return d
