@@ -158,6 +158,28 @@ func TestDrawPageOfAnUnknownRoom(t *testing.T) {
 	}
 }
 
+// A room whose name is not a path segment as it is has its page at the name escaped,
+// and a link to it (the answer's draw_url) leads there.
+func TestDrawPageOfARoomWithAnyName(t *testing.T) {
+	er := newEventRoom(t, `{"type":"memory"}`, time.Date(2031, 11, 28, 9, 0, 0, 0, time.UTC), func(h *waitingroom.Handler) {
+		h.Name, h.Capacity = "tickets & more/ü "+h.Name, 1
+	})
+	er.visit("")
+	body, _ := er.visitRaw("")
+	var a struct {
+		DrawURL string `json:"draw_url"`
+	}
+	if err := json.Unmarshal([]byte(body), &a); err != nil || a.DrawURL != page.DefaultDrawPage(er.h.Name) ||
+		!strings.HasPrefix(a.DrawURL, "/.well-known/waiting-room/tickets%20&%20more%2F%C3%BC%20") {
+		t.Fatalf("draw_url %q (%v)", a.DrawURL, err)
+	}
+	w := er.drawGet(http.MethodGet, a.DrawURL, "application/json")
+	p, err := draw.ParsePage(w.Body.Bytes())
+	if w.Code != http.StatusOK || err != nil || p.Room != er.h.Name || p.Draw != draw.FIFO {
+		t.Fatalf("the page at %s: %d %v %s", a.DrawURL, w.Code, err, w.Body)
+	}
+}
+
 // A queued waiter's JSON: the answer that made the place names the draw page and
 // carries no receipt; every later one carries the receipt, which checks against the
 // page: in a FIFO room as the signed ticket, in a pre-queue as an entry of the open

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -186,7 +187,8 @@ type Handler struct {
 	// cookieNamedAt is where the Caddyfile names the room's cookie (its cookie name
 	// option, else its name), for the adapter's cookie-name check.
 	cookieNamedAt string
-	drawPage      string // the draw page's path, "" when off
+	drawPage      string // the draw page's path, "" when off, as links give it
+	drawPath      string // the same as a request's URL.Path has it (unescaped)
 }
 
 // CaddyModule returns the Caddy module information.
@@ -247,6 +249,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.drawPage = cmp.Or(h.DrawPage, page.DefaultDrawPage(h.Name)); h.DrawPage == "off" {
 		h.drawPage = ""
 	}
+	h.drawPath, _ = url.PathUnescape(h.drawPage)
 	if err := h.Validate(); err != nil {
 		return err
 	}

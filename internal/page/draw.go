@@ -40,8 +40,8 @@ func CheckDrawPage(p string) error {
 	if p == "off" {
 		return nil
 	}
-	if !strings.HasPrefix(p, "/") || len(p) < 2 || strings.HasSuffix(p, "/") || strings.ContainsAny(p, "?#") ||
-		strings.Contains(p, "..") || p != strings.TrimSpace(p) {
+	if _, err := url.PathUnescape(p); err != nil || !strings.HasPrefix(p, "/") || len(p) < 2 || strings.HasSuffix(p, "/") ||
+		strings.ContainsAny(p, "?#") || strings.Contains(p, "..") || p != strings.TrimSpace(p) {
 		return fmt.Errorf("draw_page must be off or a path such as /draw, without a query or a trailing slash, got %q", p)
 	}
 	return nil
