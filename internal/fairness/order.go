@@ -160,7 +160,7 @@ func (w *drawn) placeOf(ticket uint64) (draw.Entry, uint64, bool) {
 // claimer goes on from where the record says the last one got to.
 const (
 	claimWindow = 30 * time.Second
-	placeChunk  = 2000
+	placeChunk  = 1000
 	placeFor    = time.Second
 )
 
