@@ -34,9 +34,10 @@ type Draws struct {
 	computed []*drawn        // the draws worked out here, the latest last (order.go)
 	claim    claim           // this instance's claim on placing an order (order.go)
 
-	placing  sync.Mutex // one placer per instance
-	picker   picker     // a random draw's picks (picks.go)
-	receipts receiptCache
+	placing   sync.Mutex // one placer per instance
+	picker    picker     // a random draw's picks (picks.go)
+	receipts  receiptCache
+	committed atomic.Pointer[commitmentText] // the current draw's commitment, as text
 
 	pageMu sync.Mutex
 	pages  map[string]cachedPage // the pages this instance answered lately (page.go)

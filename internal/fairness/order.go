@@ -144,15 +144,9 @@ func order(rec *queue.DrawRecord, tickets []uint64) *drawn {
 	return w
 }
 
-// placeOf is the entrant at ticket (its ticket at the close) as worked out: its entry
-// id and place, ok false when no entrant held that ticket.
-func (w *drawn) placeOf(ticket uint64) (draw.Entry, uint64, bool) {
-	i, ok := slices.BinarySearch(w.entrants, ticket)
-	if !ok {
-		return draw.Entry{}, 0, false
-	}
-	return w.entries[i], uint64(w.place[i]), true
-}
+// index is the entrant at ticket (its ticket at the close) in w's lists, ok false
+// when no entrant held that ticket.
+func (w *drawn) index(ticket uint64) (int, bool) { return slices.BinarySearch(w.entrants, ticket) }
 
 // The placing of an event's order: the instance that claims a window of claimWindow
 // (queue.Store.Once, fleet-wide) places chunks of placeChunk places, for at most

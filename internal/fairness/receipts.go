@@ -96,11 +96,10 @@ func (d *Draws) Receipt(h Holder) ([]byte, string) {
 	if signer == nil {
 		return nil, ""
 	}
-	url := d.page + "/" + r.Draw
-	if b := d.receipts.get(h.ID, r); b != nil {
+	if b, url := d.receipts.get(h.ID, r); b != nil {
 		return b, url // the entry follows from the draw and the ticket: not made again
 	}
-	r.Entry = entry()
+	r.Entry = entry.make()
 	signed, err := signer.Sign(r)
 	if err != nil {
 		return nil, ""
@@ -109,62 +108,91 @@ func (d *Draws) Receipt(h Holder) ([]byte, string) {
 	if err != nil {
 		return nil, ""
 	}
-	d.receipts.put(h.ID, r, b)
+	url := d.page + "/" + r.Draw
+	d.receipts.put(h.ID, r, b, url)
 	return b, url
 }
 
-// receiptOf is h's receipt unsigned and without its entry id, which entry makes (an
-// HMAC: only a receipt not signed before needs it), and the signer it is signed with.
-func (d *Draws) receiptOf(k *keys, h Holder) (draw.Receipt, func() draw.Entry, *draw.Signer) {
+// entryOf is how to make an entry id, which only a receipt not signed before needs:
+// the HMAC of ticket under key, or the id worked out already.
+type entryOf struct {
+	key    []byte
+	ticket uint64
+	worked *draw.Entry
+}
+
+func (e entryOf) make() draw.Entry {
+	if e.worked != nil {
+		return *e.worked
+	}
+	return newEntries(e.key).of(e.ticket)
+}
+
+// receiptOf is h's receipt unsigned and without its entry id (entry makes it), and
+// the signer it is signed with.
+func (d *Draws) receiptOf(k *keys, h Holder) (draw.Receipt, entryOf, *draw.Signer) {
 	r := draw.Receipt{Room: d.room, Draw: draw.FIFO, Ticket: h.Ticket, Issued: h.Since.UTC().Truncate(time.Second)}
 	rec := d.cur.Load()
 	if !h.Pass && rec != nil {
 		entry, place, in, known := d.entrant(rec, h.Ticket)
 		switch {
 		case !known:
-			return r, nil, nil // an entrant's or not, this instance cannot tell yet
+			return r, entry, nil // an entrant's or not, this instance cannot tell yet
 		case in:
-			r.Draw, r.Commitment, r.Place = rec.ID, rec.Seed.Commitment(), place
+			r.Draw, r.Commitment, r.Place = rec.ID, d.commitment(rec), place
 			if r.Issued.Before(rec.Committed) {
 				r.Issued = rec.Committed
 			}
 			return r, entry, k.signerOf(rec.PublicKey)
 		}
 	}
-	return r, func() draw.Entry { return newEntries(k.fifo).of(h.Ticket) }, k.signers[0]
+	return r, entryOf{key: k.fifo, ticket: h.Ticket}, k.signers[0]
+}
+
+// commitment is rec's commitment, worked out once per draw.
+func (d *Draws) commitment(rec *queue.DrawRecord) string {
+	if c := d.committed.Load(); c != nil && c.seed == rec.Seed {
+		return c.text
+	}
+	c := &commitmentText{seed: rec.Seed, text: rec.Seed.Commitment()}
+	d.committed.Store(c)
+	return c.text
+}
+
+type commitmentText struct {
+	seed draw.Seed
+	text string
 }
 
 // entrant is how to make the entry id of the waiter at ticket in draw rec and, once
 // drawn, their place; in says the ticket is the draw's (not one that came after an
 // event's close), and known false that this instance cannot tell yet (the draw is not
 // worked out here).
-func (d *Draws) entrant(rec *queue.DrawRecord, ticket uint64) (entry func() draw.Entry, place uint64, in, known bool) {
-	of := func(t uint64) func() draw.Entry {
-		return func() draw.Entry { return newEntries(rec.EntryKey[:]).of(t) }
-	}
-	if rec.State == queue.DrawOpen {
-		return of(ticket), 0, true, true // every waiter is an entrant
-	}
-	if !rec.Random() && ticket <= rec.Close {
-		return of(ticket), 0, true, true // not placed yet
+func (d *Draws) entrant(rec *queue.DrawRecord, ticket uint64) (entry entryOf, place uint64, in, known bool) {
+	if rec.State == queue.DrawOpen || !rec.Random() && ticket <= rec.Close {
+		// Every waiter of an open draw is an entrant; a closed event's not placed yet.
+		return entryOf{key: rec.EntryKey[:], ticket: ticket}, 0, true, true
 	}
 	if !rec.Random() && ticket > rec.First+uint64(rec.Entrants) {
-		return nil, 0, false, true // joined after the close
+		return entry, 0, false, true // joined after the close
 	}
 	w := d.worked(rec.ID)
 	if w == nil {
-		return nil, 0, false, false
+		return entry, 0, false, false
 	}
 	if rec.Random() {
-		e, place, in := w.placeOf(ticket)
-		return func() draw.Entry { return e }, place, in, true
+		i, ok := w.index(ticket)
+		if !ok {
+			return entry, 0, false, true
+		}
+		return entryOf{worked: &w.entries[i]}, uint64(w.place[i]), true, true
 	}
 	place = ticket - rec.First
-	e, _, _ := w.placeOf(w.byPlace[place-1])
+	i, _ := w.index(w.byPlace[place-1])
 	if rec.State != queue.DrawDrawn {
 		place = 0 // placed, but the draw is not over: no place before the seed is out
 	}
-	return func() draw.Entry { return e }, place, true, true
+	return entryOf{worked: &w.entries[i]}, place, true, true
 }
 
 // receiptCache is the last receipt this instance signed for each waiter, bounded.
@@ -176,28 +204,29 @@ type receiptCache struct {
 type cachedReceipt struct {
 	r    draw.Receipt // unsigned, without its entry id (it follows from the draw and the ticket)
 	json []byte
+	url  string
 }
 
 // maxCachedReceipts bounds the cache: about 400 bytes each.
 const maxCachedReceipts = 1 << 16
 
-func (c *receiptCache) get(id queue.VisitorID, r draw.Receipt) []byte {
+func (c *receiptCache) get(id queue.VisitorID, r draw.Receipt) ([]byte, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if got, ok := c.m[id]; ok && got.r == r {
-		return got.json
+		return got.json, got.url
 	}
-	return nil
+	return nil, ""
 }
 
-func (c *receiptCache) put(id queue.VisitorID, r draw.Receipt, b []byte) {
+func (c *receiptCache) put(id queue.VisitorID, r draw.Receipt, b []byte, url string) {
 	r.Entry, r.Signature = draw.Entry{}, ""
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxCachedReceipts {
 		c.m = make(map[queue.VisitorID]cachedReceipt)
 	}
-	c.m[id] = cachedReceipt{r: r, json: b}
+	c.m[id] = cachedReceipt{r: r, json: b, url: url}
 }
 
 func (c *receiptCache) clear() {

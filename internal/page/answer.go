@@ -36,7 +36,8 @@ func Answer(w http.ResponseWriter, r *http.Request, code int, v View, pw *Writer
 	if PrefersJSON(r.Header.Get("Accept")) {
 		SetHeader(w.Header(), jsonType, jsonPolicy, jsonVary)
 		w.WriteHeader(code)
-		var buf [256]byte
+		// An answer with its draw_url fits; one with a receipt grows it.
+		var buf [384]byte
 		_, err := w.Write(append(v.AppendJSON(buf[:0]), '\n')) // as json.Encoder writes it
 		return err
 	}
