@@ -7,7 +7,7 @@ package assets
 import "embed"
 
 // Files are the embedded files: waiting.html, challenge.html (the proof-of-work
-// page), dashboard.html and i18n/<lang>.json.
+// page), draw.html (the public draw page), dashboard.html and i18n/<lang>.json.
 //
-//go:embed waiting.html challenge.html dashboard.html i18n/*.json
+//go:embed waiting.html challenge.html draw.html dashboard.html i18n/*.json
 var Files embed.FS

@@ -27,6 +27,7 @@ var roomFamilies = []string{
 	"caddy_waiting_room_adapt_latency_target_seconds",
 	"caddy_waiting_room_no_shows_total",
 	"caddy_waiting_room_handoffs_total",
+	"caddy_waiting_room_admitted_by_reason_total",
 }
 
 // roomSeries lists the families in which /metrics has a series of the room.

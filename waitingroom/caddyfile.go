@@ -86,6 +86,7 @@ func claimCookieName(state map[string]any, wr *Handler) error {
 //		message     <text>
 //		proof_of_work <bits>
 //		key         <placeholder>
+//		draw_page   <path>|off
 //		adapt {
 //			latency <duration>
 //			errors  <percent>
@@ -122,10 +123,10 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	seen := map[string]bool{}
-	var nameAt string              // the line of the room's name, where its default cookie name comes from
-	var awayAt caddyfile.Dispenser // the away_ttl line, where a contradiction with queue_ttl is told
-	var adaptAt string             // the line of the adapt block, checked against the capacity
-	checkArrive := func() error { return nil }
+	var nameAt string                // the line of the room's name, where its default cookie name comes from
+	var awayAt caddyfile.Dispenser   // the away_ttl line, where a contradiction with queue_ttl is told
+	var arriveAt caddyfile.Dispenser // the arrive_ttl line, the same
+	var adaptAt string               // the line of the adapt block, checked against the capacity
 	for d.NextBlock(0) {
 		sub := d.Val()
 		if seen[sub] {
@@ -162,7 +163,10 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.AwayTTL = &away
 			awayAt = *d // checked against queue_ttl, which may come after
 		case "arrive_ttl":
-			checkArrive, err = h.parseArriveTTL(d)
+			var arrive caddy.Duration
+			arrive, err = timing(d, sub, true)
+			h.ArriveTTL = &arrive
+			arriveAt = *d
 		case "status_code":
 			h.StatusCode, err = statusCode(d, sub)
 		case "reject_status_code":
@@ -201,6 +205,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.ProofOfWork, err = parseProofOfWork(d)
 		case "key":
 			h.Key, err = checkedArg(d, room.CheckKey)
+		case "draw_page":
+			h.DrawPage, err = checkedArg(d, page.CheckDrawPage)
 		case "adapt":
 			adaptAt = where(d)
 			h.Adapt, err = parseAdapt(d)
@@ -229,8 +235,10 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return awayAt.Err(err.Error())
 		}
 	}
-	if err := checkArrive(); err != nil {
-		return err
+	if a := h.ArriveTTL; a != nil {
+		if err := settings.CheckArrive(h.queueTTL(), time.Duration(*a)); err != nil {
+			return arriveAt.Err(err.Error())
+		}
 	}
 	if h.Adapt != nil {
 		return checkAdapt(h.Adapt, h.Capacity, adaptAt)
@@ -492,24 +500,6 @@ func parseProofOfWork(d *caddyfile.Dispenser) (int, error) {
 		return 0, d.Err(err.Error())
 	}
 	return n, nil
-}
-
-// parseArriveTTL reads `arrive_ttl <duration>|0` into h, and returns the check of
-// arrive_ttl against queue_ttl, to be made at the end of the block (queue_ttl may come
-// after it) with the error on arrive_ttl's line.
-func (h *Handler) parseArriveTTL(d *caddyfile.Dispenser) (check func() error, err error) {
-	v, err := timing(d, "arrive_ttl", true)
-	if err != nil {
-		return nil, err
-	}
-	h.ArriveTTL = &v
-	at := *d // the dispenser where it stands: the error's line
-	return func() error {
-		if err := settings.CheckArrive(h.queueTTL(), time.Duration(v)); err != nil {
-			return at.Err(err.Error())
-		}
-		return nil
-	}, nil
 }
 
 // parseAdapt reads the adapt block. Each option's error carries its line; what

@@ -51,6 +51,24 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 			want: Handler{Name: "tickets", Capacity: 100, PerIP: &PerIP{MaxJoins: 5}},
 		},
 		{
+			name: "draw page at a path of the room's",
+			input: `waiting_room {
+				name drop
+				capacity 50
+				draw_page /drop/draw
+			}`,
+			want: Handler{Name: "drop", Capacity: 50, DrawPage: "/drop/draw"},
+		},
+		{
+			name: "draw page off",
+			input: `waiting_room {
+				name drop
+				capacity 50
+				draw_page off
+			}`,
+			want: Handler{Name: "drop", Capacity: 50, DrawPage: "off"},
+		},
+		{
 			name: "invite_only",
 			input: `waiting_room {
 				name presale
@@ -397,6 +415,24 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 			input:   "waiting_room {\n name a\n capacity 1\n message\n}",
 			wantErr: "wrong argument count",
 			line:    4,
+		},
+		{
+			name:    "draw page not a path",
+			input:   "waiting_room {\n name a\n capacity 1\n draw_page draw\n}",
+			wantErr: `draw_page must be off or a path such as /draw, without a query or a trailing slash, got "draw"`,
+			line:    4,
+		},
+		{
+			name:    "draw page with a query",
+			input:   "waiting_room {\n name a\n draw_page /draw?x=1\n capacity 1\n}",
+			wantErr: `draw_page must be off or a path such as /draw`,
+			line:    3,
+		},
+		{
+			name:    "draw page twice",
+			input:   "waiting_room {\n name a\n capacity 1\n draw_page /a\n draw_page /b\n}",
+			wantErr: `duplicate subdirective "draw_page"`,
+			line:    5,
 		},
 		{
 			name:    "capacity 0",
@@ -837,6 +873,9 @@ func TestValidate(t *testing.T) {
 			"status_code":503,"fail":"closed","secret":"s","previous_secrets":["p"],
 			"cookie":{"name":"wr","path":"/","same_site":"none","secure":true,"http_only":false},
 			"store":{"type":"memory"}}`},
+		{name: "draw page", json: `{"name":"a","capacity":1,"draw_page":"/a/draw"}`},
+		{name: "draw page off", json: `{"name":"a","capacity":1,"draw_page":"off"}`},
+		{name: "draw page relative", json: `{"name":"a","capacity":1,"draw_page":"draw"}`, wantErr: `draw_page must be off or a path such as /draw`},
 		{name: "capacity 0", json: `{"name":"a","capacity":0}`, wantErr: "capacity must be greater than 0, got 0"},
 		{name: "capacity missing", json: `{"name":"a"}`, wantErr: "capacity must be greater than 0, got 0"},
 		{name: "capacity -1", json: `{"name":"a","capacity":-1}`, wantErr: "capacity must be greater than 0, got -1"},

@@ -14,7 +14,8 @@ import (
 
 // The room's Prometheus collectors, created once per process and registered into each
 // config's registry (Caddy makes a new one per config load), so values carry across
-// reloads. Their only label is the room. Counters count what this instance did; on a
+// reloads. Their only label is the room, but admitted_by_reason_total's, which has the
+// reason too (one of six). Counters count what this instance did; on a
 // fleet, sum them. Gauges are the room-wide values every instance reads from the shared
 // store; on a fleet, take max. docs/metrics.md is the table.
 var metrics struct {
@@ -23,6 +24,7 @@ var metrics struct {
 	target                              *prometheus.GaugeVec
 	admitted, queued, abandoned, failed *prometheus.CounterVec
 	noShows, handoffs                   *prometheus.CounterVec
+	byReason                            *prometheus.CounterVec // room and reason
 	wait                                *prometheus.HistogramVec
 	ttfb                                *capacity.Histogram
 	all                                 []prometheus.Collector // every one of them, for registering
@@ -61,6 +63,10 @@ func initMetrics() {
 		metrics.all, metrics.vecs = append(metrics.all, metrics.wait, metrics.ttfb), append(metrics.vecs, metrics.wait)
 		metrics.target = gauge("adapt_latency_target_seconds", "The adaptive capacity's target for the shop's p90 time to first byte; 0 while adapt is off (room-wide).")
 		metrics.failed = counter("upstream_failed_total", "Requests of admitted visitors that failed: a 5xx, or an error from the next handler (this instance).")
+		metrics.byReason = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "admitted_by_reason_total",
+			Help: "Visitors admitted by this instance's store calls, by reason: in_order, pass, returned, handoff (a session moved to another device, beside admitted_total), admin, random."},
+			[]string{"room", "reason"})
+		metrics.all = append(metrics.all, metrics.byReason)
 	})
 }
 
@@ -72,6 +78,7 @@ type roomMetrics struct {
 	admitted, queued, abandoned, failed     prometheus.Counter
 	noShows, handoffs                       prometheus.Counter
 	wait                                    prometheus.Observer
+	byReason                                [queue.NumReasons]prometheus.Counter
 }
 
 func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, error) {
@@ -86,14 +93,18 @@ func newRoomMetrics(room string, registry *prometheus.Registry) (*roomMetrics, e
 		}
 	}
 	metrics.ttfb.Start(room)
-	return &roomMetrics{room: room,
+	m := &roomMetrics{room: room,
 		active: metrics.active.WithLabelValues(room), waiting: metrics.waiting.WithLabelValues(room),
 		away: metrics.away.WithLabelValues(room), capacity: metrics.capacity.WithLabelValues(room),
 		target: metrics.target.WithLabelValues(room), admitted: metrics.admitted.WithLabelValues(room),
 		queued: metrics.queued.WithLabelValues(room), abandoned: metrics.abandoned.WithLabelValues(room),
 		failed: metrics.failed.WithLabelValues(room), noShows: metrics.noShows.WithLabelValues(room),
 		handoffs: metrics.handoffs.WithLabelValues(room), wait: metrics.wait.WithLabelValues(room),
-	}, nil
+	}
+	for r := range queue.NumReasons { // every reason from the start: a query sees zeros, not gaps
+		m.byReason[r] = metrics.byReason.WithLabelValues(room, r.String())
+	}
+	return m, nil
 }
 
 // deleteRoomMetrics drops the room's series from every collector. unregister calls it
@@ -107,6 +118,7 @@ func deleteRoomMetrics(room string) {
 	for _, v := range metrics.vecs {
 		v.DeleteLabelValues(room)
 	}
+	metrics.byReason.DeletePartialMatch(prometheus.Labels{"room": room})
 	metrics.ttfb.Delete(room)
 }
 
@@ -117,6 +129,14 @@ func (m *roomMetrics) NoShows(n int)                 { m.noShows.Add(float64(n))
 func (m *roomMetrics) Handoff()                      { m.handoffs.Inc() }
 func (m *roomMetrics) Waited(d time.Duration)        { m.wait.Observe(d.Seconds()) }
 func (m *roomMetrics) LatencyTarget(d time.Duration) { m.target.Set(d.Seconds()) }
+
+func (m *roomMetrics) AdmittedBy(n queue.ByReason) {
+	for r, c := range n {
+		if c > 0 {
+			m.byReason[r].Add(float64(c))
+		}
+	}
+}
 
 func (m *roomMetrics) Measured(s *queue.Sample, total time.Duration) {
 	metrics.ttfb.Add(m.room, s, total)

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -86,32 +85,11 @@ func originalURL(r *http.Request) *url.URL {
 	return r.URL
 }
 
-// linkScheme is the scheme the visitor reached the site by, for the link that carries
-// a code: the code is the place, and must not travel in the clear where the visitor's
-// own connection does not. It is https over TLS, and behind a TLS-terminating proxy
-// that Caddy trusts (the server's trusted_proxies), https when the proxy's
-// X-Forwarded-Proto says so (its last value, as Caddy's reverse proxy reads it). A
-// client's own X-Forwarded-Proto is not heeded: Caddy trusts only what its trusted
-// proxies say, and so does the room.
+// linkScheme is the scheme the visitor reached the site by (page.LinkScheme): only
+// Caddy knows whether the request came over TLS and from one of its trusted proxies.
 func linkScheme(r *http.Request) string {
-	if r.TLS != nil {
-		return "https"
-	}
-	if trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool); !trusted {
-		return "http"
-	}
-	vs := r.Header.Values("X-Forwarded-Proto")
-	if len(vs) == 0 {
-		return "http"
-	}
-	last := vs[len(vs)-1]
-	if i := strings.LastIndexByte(last, ','); i >= 0 {
-		last = last[i+1:]
-	}
-	if strings.EqualFold(strings.TrimSpace(last), "https") {
-		return "https"
-	}
-	return "http"
+	trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool)
+	return page.LinkScheme(r.TLS != nil, trusted, r.Header.Values("X-Forwarded-Proto"))
 }
 
 // seeClean sends a browser that came with a proof, a pass or a hand-off code in the

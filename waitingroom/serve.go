@@ -22,6 +22,12 @@ import (
 // ServeHTTP turns the request into the facts the room decides on, and the room's
 // decision into the response.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if page.IsDrawRequest(r.URL.Path, h.drawPath) { // public: no cookie read or set, nobody counted
+		if err := page.AnswerDraw(w, r, h.drawPath, h.lang(r), h.room); err != nil {
+			return caddyhttp.Error(http.StatusServiceUnavailable, err)
+		}
+		return nil
+	}
 	v := h.visitOf(r) // the placeholders (placeholders.go)
 	var facts room.Visit
 	h.factsOf(r, &facts)

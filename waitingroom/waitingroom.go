@@ -157,6 +157,13 @@ type Handler struct {
 	// off, at run time. Default: off.
 	Adapt *Adapt `json:"adapt,omitempty"`
 
+	// DrawPage is the path of the room's public draw page (docs/fairness.md): its
+	// draws' commitments, seeds and entrants, and its admissions by reason, which
+	// every waiter's receipt points to. "off" turns the page and the receipts off.
+	// It is answered before anything else, in every mode, and never sets a cookie
+	// or counts anyone. Default: /.well-known/waiting-room/<name>.
+	DrawPage string `json:"draw_page,omitempty"`
+
 	// Cookie configures the visitor cookie.
 	Cookie *token.Cookie `json:"cookie,omitempty"`
 
@@ -179,6 +186,8 @@ type Handler struct {
 	// cookieNamedAt is where the Caddyfile names the room's cookie (its cookie name
 	// option, else its name), for the adapter's cookie-name check.
 	cookieNamedAt string
+	drawPage      string // the draw page's path, "" when off, as links give it
+	drawPath      string // the same as a request's URL.Path has it (unescaped)
 }
 
 // CaddyModule returns the Caddy module information.
@@ -289,6 +298,7 @@ func (h *Handler) EngineConfig() (*room.Config, error) {
 		Config:        settings.Config{Runtime: rt, Events: engineEvents(h.Events)},
 		FailOpen:      h.Fail == failOpen,
 		Lang:          h.Lang,
+		DrawPage:      h.drawPage,
 		ParseDuration: caddy.ParseDuration,
 	}
 	if h.PerIP != nil {
@@ -325,6 +335,7 @@ func (h *Handler) setDefaults() {
 	if h.PerIP != nil && h.PerIP.JoinWindow == 0 {
 		h.PerIP.JoinWindow = caddy.Duration(time.Minute)
 	}
+	h.drawPage, h.drawPath = page.DrawPaths(h.DrawPage, h.Name)
 }
 
 // runtime is the room's runtime settings (settings.Runtime) as configured, with the
@@ -432,6 +443,11 @@ func (h *Handler) Validate() error {
 	}
 	if h.Lang != "" {
 		if err := page.CheckLang(h.Lang); err != nil {
+			return err
+		}
+	}
+	if h.DrawPage != "" {
+		if err := page.CheckDrawPage(h.DrawPage); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/token"
 )
@@ -36,7 +37,8 @@ func Answer(w http.ResponseWriter, r *http.Request, code int, v View, pw *Writer
 	if PrefersJSON(r.Header.Get("Accept")) {
 		SetHeader(w.Header(), jsonType, jsonPolicy, jsonVary)
 		w.WriteHeader(code)
-		var buf [256]byte
+		// An answer with its draw_url fits; one with a receipt grows it.
+		var buf [384]byte
 		_, err := w.Write(append(v.AppendJSON(buf[:0]), '\n')) // as json.Encoder writes it
 		return err
 	}
@@ -90,6 +92,30 @@ func AnswerHandoff(w http.ResponseWriter, room, status, link string, expiresIn i
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(append(AppendHandoffJSON(make([]byte, 0, 4096), room, status, link, qr, max(expiresIn, 0)), '\n'))
 	return err
+}
+
+// LinkScheme is the scheme the visitor reached the site by, for the link that carries
+// a code: the code is the place, and must not travel in the clear where the visitor's
+// own connection does not. It is https over TLS, and behind a TLS-terminating proxy
+// that the server trusts (Caddy's trusted_proxies), https when the proxy's
+// X-Forwarded-Proto (forwardedProto, its values) says so, its last value as Caddy's
+// reverse proxy reads it. A client's own X-Forwarded-Proto is not heeded: Caddy trusts
+// only what its trusted proxies say, and so does the room.
+func LinkScheme(overTLS, viaTrustedProxy bool, forwardedProto []string) string {
+	if overTLS {
+		return "https"
+	}
+	if !viaTrustedProxy || len(forwardedProto) == 0 {
+		return "http"
+	}
+	last := forwardedProto[len(forwardedProto)-1]
+	if i := strings.LastIndexByte(last, ','); i >= 0 {
+		last = last[i+1:]
+	}
+	if strings.EqualFold(strings.TrimSpace(last), "https") {
+		return "https"
+	}
+	return "http"
 }
 
 // HandoffLink is the link that gives code's place to the device that opens it: this

@@ -48,6 +48,7 @@ type Data struct {
 	Missed          bool              // with Returned: their turn came while they were away (they did not come in within arrive_ttl), and they go in first
 	Reason          string            // why a visitor let in before is in line again: "session_max" (their time ran out), else ""
 	Handoff         string            // "invalid": the hand-off code the visitor opened did not hold, and they are an ordinary new visitor; "refused": the link came from another site, and they keep their own place; else ""
+	DrawURL         string            // the public page of the waiter's draw, or of the room's (docs/fairness.md): "Check the draw"; "" when the room publishes none
 	Nonce           string            // CSP nonce for the inline <script> and <style>
 	T               map[string]string // translated strings for Lang (from Messages)
 }

@@ -36,7 +36,7 @@ type layout struct {
 type frameKey struct {
 	room, lang, state, mode     string
 	message                     string // changes rarely (an operator's PATCH)
-	reason, handoff             string
+	reason, handoff, drawURL    string
 	lottery, etaKnown, returned bool
 	missed                      bool
 	capacity, refresh, awayTTL  int
@@ -126,7 +126,7 @@ func (p *Page) frameFor(data *Data) *frame {
 	if p.layout.probe == nil || data.T != nil || !Supported(data.Lang) || !fits(data) {
 		return nil
 	}
-	key := frameKey{data.Room, data.Lang, data.State, data.Mode, data.Message, data.Reason, data.Handoff, data.Lottery, data.ETAKnown, data.Returned,
+	key := frameKey{data.Room, data.Lang, data.State, data.Mode, data.Message, data.Reason, data.Handoff, data.DrawURL, data.Lottery, data.ETAKnown, data.Returned,
 		data.Missed, data.Capacity, data.RefreshSeconds, data.AwayTTLSeconds}
 	if m := p.frames.Load(); m != nil {
 		if f, ok := (*m)[key]; ok {

@@ -1,5 +1,7 @@
 package page
 
+import "encoding/json"
+
 // View is what a waiter is told: as JSON (API clients, the page's polling, the
 // WebSocket's position messages) and as the page's numbers. The JSON shape is public
 // (docs/waiting-page.md).
@@ -37,6 +39,12 @@ type View struct {
 	// Reason says why a visitor who had been let in is queued anew: "session_max"
 	// (their time ran out). Absent otherwise.
 	Reason string `json:"reason,omitempty"`
+	// DrawURL is the path of the public page of the waiter's draw (docs/fairness.md),
+	// and Receipt the waiter's signed receipt of their entry or ticket (its canonical
+	// JSON, as signed). Both are absent when the room's draw page is off, and the
+	// receipt on the answer that made the place.
+	DrawURL string          `json:"draw_url,omitempty"`
+	Receipt json.RawMessage `json:"receipt,omitempty"`
 
 	Prequeue bool `json:"-"` // for the page: the pre-queue's countdown
 	Lottery  bool `json:"-"` // for the page: the pre-queue ends in a draw
@@ -64,6 +72,7 @@ func (v *View) Data(lang, mode, nonce string) Data {
 		Missed:         v.Missed,
 		Reason:         v.Reason,
 		Handoff:        v.Handoff,
+		DrawURL:        v.DrawURL,
 		Nonce:          nonce,
 	}
 	if v.ETASeconds != nil {

@@ -60,6 +60,15 @@ func (v *View) AppendJSON(dst []byte) []byte {
 		dst = append(dst, `,"reason":`...)
 		dst = appendJSONString(dst, v.Reason)
 	}
+	if v.DrawURL != "" {
+		dst = append(dst, `,"draw_url":`...)
+		dst = appendJSONString(dst, v.DrawURL)
+	}
+	if len(v.Receipt) > 0 {
+		// As signed: the receipt's canonical JSON (internal/draw), which a verifier
+		// reads whatever escaping a JSON writer would have chosen.
+		dst = append(append(dst, `,"receipt":`...), v.Receipt...)
+	}
 	return append(dst, '}')
 }
 

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"reflect"
 	"testing"
+	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/draw"
 )
 
 // The hand-written encoding is encoding/json's, byte for byte, for every shape of
@@ -33,12 +37,37 @@ func TestViewJSONIsEncodingJSONs(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			v.Reason = "session_max"
 		}
+		if rng.IntN(2) == 0 {
+			v.DrawURL = "/.well-known/waiting-room/" + v.Room + "/fifo"
+		}
+		if signer, err := draw.NewSigner(v.Room, []byte("a secret of 32 bytes or more, for the test")); err == nil && rng.IntN(2) == 0 {
+			r, err := signer.Sign(draw.Receipt{Room: v.Room, Draw: draw.FIFO, Entry: draw.NewEntry(), Ticket: uint64(i), Issued: time.Now()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Receipt, err = r.MarshalJSON(); err != nil {
+				t.Fatal(err)
+			}
+		}
 		want, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := v.AppendJSON(nil); !bytes.Equal(got, want) {
-			t.Fatalf("view %+v:\n got %s\nwant %s", v, got, want)
+		got := v.AppendJSON(nil)
+		if len(v.Receipt) == 0 {
+			if !bytes.Equal(got, want) {
+				t.Fatalf("view %+v:\n got %s\nwant %s", v, got, want)
+			}
+			continue
+		}
+		// encoding/json escapes a raw message's <, > & and U+2028 again; the view
+		// carries the receipt as signed, which a verifier reads alike.
+		var a, b any
+		if err := json.Unmarshal(got, &a); err != nil || json.Unmarshal(want, &b) != nil || !reflect.DeepEqual(a, b) {
+			t.Fatalf("view %+v:\n got %s\nwant %s (%v)", v, got, want, err)
+		}
+		if !bytes.Contains(got, append([]byte(`"receipt":`), v.Receipt...)) {
+			t.Fatalf("the view's receipt is not the signed bytes: %s", got)
 		}
 	}
 	for s := range 1 << 16 { // every one- and two-byte string

@@ -7,7 +7,7 @@ import "time"
 // to read a new format raises it, and writes the new format only once every live
 // instance of the room reads it (Store.Fleet says so); until then it writes the old
 // one. CONTRIBUTING, "Formats across versions", has the rule.
-const FormatLevel = 1
+const FormatLevel = 2
 
 // Fleet is what a store knows of the instances serving one room.
 type Fleet struct {

@@ -74,6 +74,9 @@ type MemoryStore struct {
 	moved    movedMarks
 	handoffs uint64
 
+	// draws are the room's draws and its admissions by reason (memory_draw.go).
+	draws memDraws
+
 	subsMu  sync.Mutex
 	subs    map[int]func([]VisitorID)
 	nextSub int
@@ -126,6 +129,7 @@ func (s *MemoryStore) Join(_ context.Context, id VisitorID, now time.Time, lim L
 	if s.waiting == 0 && !lim.Hold && s.active.len < lim.Capacity && s.rateBudgetLocked(now, lim) != 0 {
 		s.visitors[id] = v
 		s.admitLocked(v, now, lim)
+		s.countLocked(now, lim, ReasonInOrder, 1)
 		return Status{State: Admitted, Since: admittedAt(v), Active: s.active.len}, nil
 	}
 	if lim.NoQueue {
@@ -237,20 +241,35 @@ func (s *MemoryStore) Step(_ context.Context, now time.Time, lim Limits) (StepRe
 	s.endSessionsLocked(nanos, lim)
 	noShows := s.noShowsLocked(nanos, lim)
 	res := StepResult{Abandoned: s.sweepSilentLocked(now, lim), NoShows: noShows}
-	budget := s.rateBudgetLocked(now, lim)
+	budget, next := s.rateBudgetLocked(now, lim), 0
 	for !lim.Hold && s.active.len < lim.Capacity && s.waiting > 0 && budget != 0 {
 		v := s.firstPassLocked() // the pass lane goes first, in any mode
+		var why Reason
 		switch {
 		case v != nil:
+			why = laneReason(v)
+		case lim.Random && lim.Picks != nil:
+			why = ReasonRandom
+			if v = s.pickLocked(lim.Picks, &next); v != nil {
+				s.pickedLocked(lim.Picks.Draw, v.ticket)
+			}
 		case lim.Random:
-			v = s.slots[s.live.find(rand.IntN(s.waiting))]
+			// Uniform among the present waiters of the ordinary lane (the pass lane's,
+			// counted in waiting, are none: it is empty here).
+			v, why = s.slots[s.live.find(rand.IntN(s.waiting))], ReasonRandom
 		default:
 			v = s.firstLocked()
+			why = s.orderedLocked(v)
+		}
+		if v == nil {
+			break // the picks are spent
 		}
 		s.dequeueLocked(v)
 		s.admitLocked(v, now, lim)
 		s.expectLocked(v, lim)
 		res.Admitted = append(res.Admitted, v.id)
+		res.ByReason[why]++
+		s.countLocked(now, lim, why, 1)
 		if budget > 0 {
 			budget--
 		}
@@ -276,6 +295,8 @@ func (s *MemoryStore) AdmitNow(_ context.Context, n int, now time.Time, lim Limi
 		s.expectLocked(v, lim)
 		res.Admitted = append(res.Admitted, v.id)
 	}
+	res.ByReason[ReasonAdmin] = uint64(len(res.Admitted))
+	s.countLocked(now, lim, ReasonAdmin, len(res.Admitted))
 	s.compactLocked()
 	s.mu.Unlock()
 

@@ -65,6 +65,9 @@ func (s *MemoryStore) Move(_ context.Context, from, to VisitorID, now time.Time,
 	s.visitors[to] = v
 	s.moved.add(from, nanos+int64(lim.MovedKeep()))
 	s.handoffs++
+	if v.state == Admitted {
+		s.countLocked(now, lim, ReasonHandoff, 1)
+	}
 	return s.statusLocked(v, now), true, nil
 }
 

@@ -60,6 +60,7 @@ func (s *MemoryStore) JoinPass(_ context.Context, id VisitorID, pass PassUse, no
 	s.visitors[id] = v
 	if admit {
 		s.admitLocked(v, now, lim)
+		s.countLocked(now, lim, ReasonPass, 1)
 		return Status{State: Admitted, Since: admittedAt(v), Active: s.active.len, Waiting: s.waiting}, true, nil
 	}
 	s.enqueuePassLocked(v)

@@ -221,13 +221,19 @@ var ErrOtherRoom = errors.New("written for another room")
 // maxSlack is how many dead ticket slots a restored line may carry beyond four per
 // waiter: a line with more (one waiter away while millions joined and left) is
 // numbered again densely, in the same order, since no ticket outlives the process
-// but in the store itself.
+// but in the store itself, unless a draw not yet drawn has its entrants by ticket.
 const maxSlack = 1 << 20
 
 // LoadMemoryStore is the memory store that body (as AppendState wrote it for room)
 // holds, its clocks resumed at now. It checks the whole body before it trusts any of
 // it, and refuses one that does not hold together: the error says what is wrong.
 func LoadMemoryStore(body []byte, room string, now time.Time) (*MemoryStore, error) {
+	return loadMemoryStore(body, room, now, false)
+}
+
+// loadMemoryStore is LoadMemoryStore; keepTickets says a draw needs the line's tickets
+// as they were (memory_draws_state.go).
+func loadMemoryStore(body []byte, room string, now time.Time, keepTickets bool) (*MemoryStore, error) {
 	r := stateReader{b: body}
 	if name := r.bytes(); r.err == nil && string(name) != room {
 		return nil, fmt.Errorf("%w (%q)", ErrOtherRoom, name)
@@ -354,7 +360,7 @@ func LoadMemoryStore(body []byte, room string, now time.Time) (*MemoryStore, err
 	if len(r.b) > 0 {
 		return nil, fmt.Errorf("%d bytes past its end", len(r.b))
 	}
-	if err := s.restoreLine(line, lane, admitted); err != nil {
+	if err := s.restoreLine(line, lane, admitted, keepTickets); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -363,7 +369,7 @@ func LoadMemoryStore(body []byte, room string, now time.Time) (*MemoryStore, err
 // restoreLine puts the restored visitors in their slots and lists: each lane's
 // waiters by ticket, the lists by time (oldest first, ties by ticket), the admitted
 // in their order of admission.
-func (s *MemoryStore) restoreLine(line, lane, admitted []*memVisitor) error {
+func (s *MemoryStore) restoreLine(line, lane, admitted []*memVisitor, keepTickets bool) error {
 	byTicket := func(a, b *memVisitor) int { return cmp.Compare(a.ticket, b.ticket) }
 	slices.SortFunc(line, byTicket)
 	slices.SortFunc(lane, byTicket)
@@ -381,7 +387,7 @@ func (s *MemoryStore) restoreLine(line, lane, admitted []*memVisitor) error {
 	s.base = s.nextTicket
 	if len(line) > 0 {
 		s.base = line[0].ticket
-		if span := s.nextTicket - s.base; span > uint64(4*len(line)+maxSlack) {
+		if span := s.nextTicket - s.base; span > uint64(4*len(line)+maxSlack) && !keepTickets {
 			s.base = s.nextTicket - uint64(len(line))
 			for i, v := range line {
 				v.ticket = s.base + uint64(i)

@@ -164,6 +164,51 @@ type Store interface {
 	// instance alone.
 	Fleet(ctx context.Context, reads int, now time.Time, live FleetWindows) (Fleet, error)
 
+	// CommitDraw makes rec, an open draw, the room's current draw, unless the room's
+	// current draw is not drawn yet or rec.ID is a draw the store holds: the first
+	// offer wins, whoever makes it, as Secret's does, and a seed once committed is
+	// never replaced. It returns the room's current draw as the store holds it then.
+	// An event's draw (rec.Lottery) also marks that lottery drawn for Shuffle. The
+	// record is kept for DrawKeep at least.
+	CommitDraw(ctx context.Context, rec DrawRecord) (DrawRecord, error)
+
+	// Draw returns draw id as the store holds it, or the room's current draw for id
+	// ""; ok is false when there is none.
+	Draw(ctx context.Context, id string) (rec DrawRecord, ok bool, err error)
+
+	// CloseDraw closes draw id's entries, if they are open, in one atomic step: the
+	// entrants are the ordinary lane's places held then (present and away; the pass
+	// lane is no part of a draw), and for a random draw every ticket it picked before;
+	// Close is the last ticket issued. An event's draw sets aside the Entrants tickets
+	// after it (First+1..First+Entrants), so that everyone who joins later is behind
+	// the drawn order, and is then DrawClosed until PlaceDraw has placed everyone; a
+	// random draw is DrawDrawn at once. It returns the record, closed however it was
+	// found (a close of a closed or drawn draw changes nothing).
+	CloseDraw(ctx context.Context, id string) (DrawRecord, error)
+
+	// DrawEntrants appends to dst the tickets of closed draw id's entrants, ascending,
+	// each once.
+	DrawEntrants(ctx context.Context, id string, dst []uint64) ([]uint64, error)
+
+	// PlaceDraw puts an event's drawn order into the line, a chunk at a time: when
+	// the record's Done is done, it moves the place held at ticket from[i] (a waiter,
+	// present or away, with everything the place holds) to ticket First+done+1+i, the
+	// (done+1+i)-th place of the order, in one atomic step, and adds len(from) to
+	// Done; the last place makes the draw DrawDrawn. A ticket that holds no place (its
+	// waiter left) leaves its place empty. When Done is not done (another instance
+	// placed that chunk), nothing moves. It returns the record as it then is.
+	PlaceDraw(ctx context.Context, id string, done int, from []uint64) (DrawRecord, error)
+
+	// Present appends to dst the tickets of the ordinary lane's present waiters,
+	// ascending: what a committed random draw picks among (Limits.Picks).
+	Present(ctx context.Context, dst []uint64) ([]uint64, error)
+
+	// Admissions returns the room's admissions by reason per minute, from the minute
+	// of since to the minute of now (at most AdmissionsKept), oldest first, leaving
+	// out the minutes with none. Only admissions made under Limits.Reasons are
+	// counted.
+	Admissions(ctx context.Context, since, now time.Time) ([]Minute, error)
+
 	// Subscribe calls fn with the ids of every admission made from the queue by anyone
 	// sharing this store (this instance's steps and, for shared stores, other
 	// instances'). Delivery is best effort: callers reconcile through Positions/Status.
@@ -215,6 +260,24 @@ type Limits struct {
 	// NoQueue makes Join turn away (State Rejected) a visitor it cannot admit at once
 	// instead of queueing them (reject mode).
 	NoQueue bool
+	// Picks, with Random, are a committed random draw's picks (nil: Random picks
+	// uniformly).
+	Picks *Picks
+	// Reasons says every live instance of the room reads the counts of admissions by
+	// reason (Store.Fleet reads FormatLevel 2 or more): the store counts each
+	// admission under its reason, a minute at a time (Admissions). Without it nothing
+	// is counted.
+	Reasons bool
+}
+
+// Picks are a committed random draw's picks, as the room ranks the present waiters by
+// the draw's rule: Step admits the first of Tickets that are present waiters of the
+// ordinary lane, in this order, and no other waiter of that lane (the pass lane goes
+// first, as ever), and only while draw Draw is open; it records each as an entrant of
+// the draw (CloseDraw). A pointer, so that Limits stay comparable.
+type Picks struct {
+	Draw    string
+	Tickets []uint64
 }
 
 // Keep is how long a waiter keeps the place without being heard from.
@@ -239,6 +302,9 @@ type StepResult struct {
 	// NoShows counts the admitted visitors who did not arrive within ArriveTTL and
 	// gave their slots back.
 	NoShows int
+	// ByReason counts the admissions by their reason: ReasonAdmin for AdmitNow's,
+	// else each as Step made it. It is counted whether or not Limits.Reasons is.
+	ByReason ByReason
 }
 
 // State is where a visitor stands in a room.

@@ -248,12 +248,13 @@ type engineMetrics struct {
 	ticks ticks
 }
 
-func (engineMetrics) Admitted(int)         {}
-func (engineMetrics) Queued()              {}
-func (engineMetrics) Abandoned(int)        {}
-func (engineMetrics) NoShows(int)          {}
-func (engineMetrics) Handoff()             {}
-func (engineMetrics) Waited(time.Duration) {}
+func (engineMetrics) Admitted(int)              {}
+func (engineMetrics) Queued()                   {}
+func (engineMetrics) Abandoned(int)             {}
+func (engineMetrics) NoShows(int)               {}
+func (engineMetrics) Handoff()                  {}
+func (engineMetrics) Waited(time.Duration)      {}
+func (engineMetrics) AdmittedBy(queue.ByReason) {}
 
 func (m engineMetrics) Counters(st *queue.Stats, capacity int) {
 	m.ticks.stepped(st.Active, st.Waiting, st.Away, st.AdmittedTotal, capacity)

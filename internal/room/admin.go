@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/fairness"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/history"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
@@ -84,6 +85,10 @@ type Info struct {
 	Adapt *capacity.Info `json:"adapt"`
 	// Fleet is the instances serving the room and the format level they all read.
 	Fleet FleetInfo `json:"fleet"`
+	// Draw is the room's current draw (docs/fairness.md); null when it has none.
+	Draw *fairness.Info `json:"draw"`
+	// AdmittedByReason counts the admissions of the last 24 hours by reason, room-wide.
+	AdmittedByReason map[string]uint64 `json:"admitted_by_reason"`
 }
 
 // timingsOf shows s's timings.
@@ -130,6 +135,11 @@ func (rm *Room) Info(ctx context.Context) (Info, error) {
 	}
 	f := rm.Fleet()
 	info.Fleet = FleetInfo{Instances: f.Instances, Reads: f.Reads, Level: queue.FormatLevel}
+	minutes, err := cfg.Store.Admissions(ctx, now.Add(-queue.AdmissionsKept), now)
+	if err != nil {
+		return Info{}, fmt.Errorf("reading the admissions by reason: %w", err)
+	}
+	info.Draw, info.AdmittedByReason = rm.draws.Info(), fairness.ByReason(minutes)
 	info.ArriveTTL = s.ArriveTTL.String()
 	if s.Rate.Limits() {
 		r := s.Rate
@@ -222,11 +232,12 @@ func (rm *Room) Admit(ctx context.Context, n int) (int, error) {
 		return 0, inputErrorf("count must be greater than 0, got %d", n)
 	}
 	now := rm.cfg.Clock.Now()
-	res, err := rm.cfg.Store.AdmitNow(ctx, n, now, rm.Settings(now).Limits())
+	res, err := rm.cfg.Store.AdmitNow(ctx, n, now, rm.limitsOf(rm.Settings(now)))
 	if err != nil {
 		return 0, fmt.Errorf("admitting waiters: %w", err)
 	}
 	rm.cfg.Metrics.Admitted(len(res.Admitted))
+	rm.cfg.Metrics.AdmittedBy(res.ByReason)
 	rm.cfg.Metrics.Abandoned(res.Abandoned)
 	rm.cfg.Metrics.NoShows(res.NoShows) // a store may give back no-shows in any step
 	return len(res.Admitted), nil

@@ -36,6 +36,10 @@ type Config struct {
 	// signing; nil has the room agree on a generated one through the store.
 	Secrets [][]byte
 
+	// DrawPage is the path of the room's public draw page on the site ("" when it is
+	// off, and with it the receipts): internal/fairness.
+	DrawPage string
+
 	Store     queue.Store
 	StoreType string // the store module's name, for the admin API
 
@@ -80,6 +84,9 @@ type Metrics interface {
 	NoShows(n int)
 	// Handoff counts a place this instance gave to another device (handoff.go).
 	Handoff()
+	// AdmittedBy counts the admissions this instance's store calls made, by reason
+	// (a moved session under queue.ReasonHandoff).
+	AdmittedBy(n queue.ByReason)
 	// Waited records how long an admitted waiter waited in line.
 	Waited(d time.Duration)
 	// Counters are the room-wide counters and the effective capacity, each tick.

@@ -144,6 +144,10 @@ type Decision struct {
 	// Queued for the answers that follow from one (Admitted, Queued, CleanRedirect,
 	// TellAdmitted, WaitingSocket, HandoffCode, HandoffBusy), else Unknown.
 	Place queue.State
+	// joined is when a queued place was made, and passPlace that it was with a
+	// pass: what the waiter's receipt says (draws.go).
+	joined    time.Time
+	passPlace bool
 }
 
 // setCookie seals tok into the decision's cookie.
@@ -372,7 +376,6 @@ func (rm *Room) decideNew(ctx context.Context, v *Visit, d *Decision, keys *toke
 		return
 	}
 	id := d.newVisitorID() // key.go
-	rm.drawLots(ctx, s)    // an event's lottery comes before its first new arrival
 	st, check, err := rm.joinNew(ctx, keys, id, v.Pass, invited, passed, now, s)
 	for n := 1; err == nil && st.Known; n++ {
 		if rm.keyedJoined(ctx, v, d, keys, st, invited || check == passValid, counted, n) {
@@ -394,6 +397,13 @@ func (rm *Room) decideNew(ctx context.Context, v *Visit, d *Decision, keys *toke
 		d.Outcome, d.PassInvalid = Rejected, check == passInvalid
 	case st.State == queue.Admitted:
 		rm.cfg.Metrics.Admitted(1)
+		var by queue.ByReason
+		if check == passValid {
+			by[queue.ReasonPass] = 1
+		} else {
+			by[queue.ReasonInOrder] = 1
+		}
+		rm.cfg.Metrics.AdmittedBy(by)
 		rm.admit(d, keys, token.Token{ID: id, Since: now, Pass: invited || check == passValid}, now)
 		d.Waited, d.clean = 0, clean
 	default:
@@ -444,6 +454,7 @@ func (rm *Room) holdPlace(d *Decision, keys *token.Keyring, id queue.VisitorID, 
 		life = d.Settings.Limits().Keep()
 	}
 	d.setCookie(keys, token.Token{State: queue.Queued, ID: id, Since: since, Expires: now.Add(life), Pass: pass, Waited: -1})
+	d.joined, d.passPlace = since, pass
 }
 
 // Tell is what the visitor d was decided for is told: a queued waiter its place, as
@@ -456,6 +467,7 @@ func (rm *Room) Tell(d *Decision, now time.Time) page.View {
 	case d.Place == queue.Queued:
 		v = rm.statusView(d.Status, d.Settings, now)
 		v.Reason = d.Reason
+		rm.tellReceipt(&v, d, now)
 	case d.Outcome == Rejected:
 		v = rm.rejectedView(d.Settings)
 	case d.Outcome == Moved:

@@ -109,7 +109,7 @@ func (rm *Room) takeHandoff(ctx context.Context, v *Visit, d *Decision, keys *to
 		ok = st.State == queue.Queued || st.State == queue.Admitted
 	} else {
 		to = queue.NewVisitorID()
-		st, ok, err = rm.cfg.Store.Move(ctx, h.ID, to, now, s.Limits())
+		st, ok, err = rm.cfg.Store.Move(ctx, h.ID, to, now, rm.limitsOf(s))
 	}
 	if err != nil {
 		rm.storeError("handoff", err)
@@ -127,6 +127,9 @@ func (rm *Room) takeHandoff(ctx context.Context, v *Visit, d *Decision, keys *to
 	rm.cfg.Metrics.Handoff()
 	rm.giveUpOwnPlace(ctx, v, keys, h.ID, to)
 	if st.State == queue.Admitted {
+		if !h.Keyed {
+			rm.cfg.Metrics.AdmittedBy(queue.ByReason{queue.ReasonHandoff: 1})
+		}
 		rm.admit(d, keys, token.Token{ID: to, Since: h.Since, Pass: h.Pass, Waited: -1}, now)
 		d.Waited = -1
 	} else {

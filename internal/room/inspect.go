@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/fairness"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
@@ -15,6 +16,9 @@ import (
 // Tick runs one round of the room loop now: the secret, the overrides, an event's
 // lottery, the admission step and the counters.
 func (rm *Room) Tick(ctx context.Context) { rm.tick(ctx) }
+
+// Draws are the room's draws on this instance.
+func (rm *Room) Draws() *fairness.Draws { return rm.draws }
 
 // Keys are the room's signing keys; nil until a secret is agreed.
 func (rm *Room) Keys() *token.Keyring { return rm.keys.Load() }

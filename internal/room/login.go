@@ -23,7 +23,7 @@ func (rm *Room) followLogIn(ctx context.Context, v *Visit, d *Decision, keys *to
 	if tok.State == queue.Admitted && d.Settings.SessionOver(tok.Since, v.Now) {
 		return false // a session past session_max is over, whoever holds it
 	}
-	st, moved, err := rm.cfg.Store.Move(ctx, tok.ID, d.keyID, v.Now, d.Settings.Limits())
+	st, moved, err := rm.cfg.Store.Move(ctx, tok.ID, d.keyID, v.Now, rm.limitsOf(d.Settings))
 	if err != nil {
 		rm.storeError("move", err)
 		rm.degrade(d)
@@ -38,6 +38,9 @@ func (rm *Room) followLogIn(ctx context.Context, v *Visit, d *Decision, keys *to
 		c.Write(zap.String("room", rm.cfg.Name), zap.Stringer("from", tok.ID), zap.Stringer("visitor", d.keyID), zap.Stringer("state", st.State))
 	}
 	now := v.Now
+	if st.State == queue.Admitted { // a session moved, as the store counts it
+		rm.cfg.Metrics.AdmittedBy(queue.ByReason{queue.ReasonHandoff: 1})
+	}
 	switch {
 	case st.State == queue.Admitted && tok.State == queue.Queued:
 		// Let in while it waited: this request is its arrival, as in decideQueued.

@@ -33,7 +33,7 @@ const (
 // unproven says the visitor skipped the proof of work on the strength of its pass
 // alone (see challenge): if the pass turns out spent, nothing is joined (passSpent).
 func (rm *Room) joinNew(ctx context.Context, keys *token.Keyring, id queue.VisitorID, text string, invited, unproven bool, now time.Time, s *settings.Snapshot) (queue.Status, passCheck, error) {
-	lim := s.Limits()
+	lim := rm.drawn(ctx, s, now, false, 0) // a draw is committed before its first entrant, closed before the first admission after
 	check := passNone
 	if text != "" && s.Mode != queue.ModePassthrough {
 		check = passInvalid

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/fairness"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/history"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/page"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/push"
@@ -40,8 +41,8 @@ type Room struct {
 	// began (key.go).
 	touched    queue.TouchCache
 	keyedSince queue.TouchCache
-	// drawn holds the keys of the event lotteries this instance knows are drawn.
-	drawn sync.Map
+	// draws are the room's draws on this instance (draws.go, internal/fairness).
+	draws *fairness.Draws
 
 	kickCh   chan struct{}
 	cancel   context.CancelFunc
@@ -89,10 +90,12 @@ func New(cfg *Config) *Room {
 		ips:      newIPCounters(),
 		handoffs: rate.NewLimiter(handoffsPerSecond, handoffBurst),
 		kickCh:   make(chan struct{}, 1),
+		draws:    fairness.New(cfg.Name, cfg.DrawPage, cfg.Logger),
 	}
 	rm.stats.Store(&queue.Stats{})
 	if cfg.Secrets != nil {
 		rm.keys.Store(token.NewKeyring(cfg.Name, cfg.Secrets))
+		rm.draws.SetSecrets(cfg.Secrets)
 	}
 	rm.hub = push.New(hubRoom{rm}, cfg.Store, heartbeatEvery(cfg.QueueTTL))
 	rm.settings.Store(settings.At(&cfg.Config, settings.Overrides{}, cfg.Clock.Now()))
@@ -194,14 +197,17 @@ func (rm *Room) tick(ctx context.Context) {
 	}
 	now := rm.cfg.Clock.Now()
 	p := rm.Settings(now)
-	rm.drawLots(ctx, p)
 	rm.recordFleet(ctx, now, p.QueueTTL)
-	res, err := rm.cfg.Store.Step(ctx, now, p.Limits())
+	last := rm.stats.Load()
+	lim := rm.drawn(ctx, p, now, true, p.Capacity-last.Active) // an event's draw comes before its first admission
+	rm.draws.Work(ctx, rm.cfg.Store, rm.storeError)
+	res, err := rm.cfg.Store.Step(ctx, now, lim)
 	if err != nil {
 		rm.storeError("admission step", err)
 		return
 	}
 	rm.cfg.Metrics.Admitted(len(res.Admitted))
+	rm.cfg.Metrics.AdmittedBy(res.ByReason)
 	rm.cfg.Metrics.Abandoned(res.Abandoned)
 	rm.cfg.Metrics.NoShows(res.NoShows)
 	st, err := rm.cfg.Store.Stats(ctx)
@@ -256,6 +262,7 @@ func (rm *Room) agreeSecret(ctx context.Context) error {
 	}
 	rm.agreed = secret
 	rm.keys.Store(token.NewKeyring(rm.cfg.Name, secrets))
+	rm.draws.SetSecrets(secrets)
 	return nil
 }
 

@@ -43,6 +43,7 @@ func (noMetrics) Measured(*queue.Sample, time.Duration) {}
 func (noMetrics) LatencyTarget(time.Duration)           {}
 func (noMetrics) NoShows(int)                           {}
 func (noMetrics) Handoff()                              {}
+func (noMetrics) AdmittedBy(queue.ByReason)             {}
 
 // newTestRoom starts a room of capacity on a memory store, with a clock the test
 // moves; configure may change the configuration before the room is made.

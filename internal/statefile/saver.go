@@ -48,6 +48,12 @@ type Saver struct {
 	failed func(err error) // the first failure of a run of them
 	healed func()          // the first success after one
 
+	// alsoPath is a second file, saved after the first, whose body alsoState takes
+	// before the first's (Also).
+	alsoPath  string
+	alsoState func(dst []byte) []byte
+	alsoBuf   []byte
+
 	mu      sync.Mutex // one save at a time: the ticker's and Stop's
 	buf     []byte
 	failing bool
@@ -61,6 +67,13 @@ type Saver struct {
 func NewSaver(path string, every time.Duration, state func(dst []byte) []byte, failed func(error), healed func()) *Saver {
 	return &Saver{path: path, every: every, state: state, failed: failed, healed: healed,
 		stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Also has each save write a second file at path after the first, its body taken
+// (state) before the first's: a reader of both finds the second never ahead of the
+// first. Call it before Start.
+func (s *Saver) Also(path string, state func(dst []byte) []byte) {
+	s.alsoPath, s.alsoState = path, state
 }
 
 // Start begins saving every period.
@@ -99,8 +112,14 @@ func (s *Saver) Stop() error {
 func (s *Saver) Save() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.alsoState != nil {
+		s.alsoBuf = s.alsoState(s.alsoBuf[:0])
+	}
 	s.buf = s.state(s.buf[:0])
 	err := Write(s.path, s.buf)
+	if err == nil && s.alsoState != nil {
+		err = Write(s.alsoPath, s.alsoBuf)
+	}
 	switch {
 	case err != nil && !s.failing:
 		s.failing = true

@@ -112,8 +112,18 @@ func (m MemoryStore) open(log *zap.Logger, room string) *durableMemory {
 		return d
 	}
 	start := time.Now()
+	draws := drawsFile(file)
+	drawsBody, err := statefile.Read(draws)
+	if err != nil {
+		d.keptAside(draws, err)
+	}
 	from := statefile.Open(file, func(body []byte) error {
-		s, err := queue.LoadMemoryStore(body, room, time.Now())
+		s, err := queue.LoadMemoryStoreWithDraws(body, drawsBody, room, time.Now())
+		if err != nil && drawsBody != nil {
+			if s, err = queue.LoadMemoryStore(body, room, time.Now()); err == nil {
+				d.keptAside(draws, errors.New("its draws do not hold together with the state"))
+			}
+		}
 		if err == nil {
 			d.MemoryStore = s
 		}
@@ -139,8 +149,26 @@ func (m MemoryStore) open(log *zap.Logger, room string) *durableMemory {
 				zap.String("file", file), zap.Error(err))
 		},
 		func() { log.Info("waiting room state saved again", zap.String("file", file)) })
+	d.saver.Also(draws, func(dst []byte) []byte { return st.AppendDraws(dst, room) })
+	// A commitment is on disk before it is shown, and a draw found drawn after a
+	// restart is in its line (queue.LoadMemoryStoreWithDraws).
+	st.OnDrawSaved(func() { _ = d.saver.Save() })
 	d.saver.Start()
 	return d
+}
+
+// drawsFile is the file of a room's draws, beside its state file (queue.AppendDraws
+// says why it is a file of its own).
+func drawsFile(state string) string { return strings.TrimSuffix(state, ".state") + ".draws" }
+
+// keptAside reports a draws file that cannot be read, and keeps it aside as a state
+// file that cannot be trusted is: the room starts without its draws.
+func (d *durableMemory) keptAside(file string, err error) {
+	fields := []zap.Field{zap.String("file", file), zap.Error(err)}
+	if bad, mv := statefile.KeepAside(file); mv == nil {
+		fields = append(fields, zap.String("kept_as", bad))
+	}
+	d.log.Error("waiting room draws not restored", fields...)
 }
 
 // stateFile is the room's state file, "" when kept in memory only.

@@ -146,7 +146,8 @@ func (s *roomStore) joinBatch(ctx context.Context, batch []*joinRequest) []joinR
 	for _, r := range batch {
 		args = append(args, r.id[:], r.now.UnixMilli())
 	}
-	res, err := s.run(ctx, joinScript, args...).Int64Slice()
+	keys := append(s.keys[:len(s.keys):len(s.keys)], s.admissionsKey(batch[0].now))
+	res, err := s.runKeys(ctx, keys, joinScript, args...).Int64Slice()
 	if err == nil && len(res) != statusReply*len(batch) {
 		err = fmt.Errorf("unexpected reply of %d numbers for %d visitors", len(res), len(batch))
 	}
@@ -170,7 +171,7 @@ func (s *roomStore) joinBatch(ctx context.Context, batch []*joinRequest) []joinR
 // joinArgs starts the join script's arguments: the limits, then room for each
 // visitor's id and time of arrival, which the caller appends.
 func joinArgs(lim queue.Limits, visitors int) []any {
-	args := make([]any, 0, 6+2*visitors)
+	args := make([]any, 0, 7+2*visitors)
 	return append(args, lim.Capacity, lim.SessionTTL.Milliseconds(), lim.Rate, lim.RatePer.Milliseconds(),
-		flag(lim.Hold), flag(lim.NoQueue))
+		flag(lim.Hold), flag(lim.NoQueue), flag(lim.Reasons))
 }

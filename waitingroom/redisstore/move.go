@@ -69,8 +69,9 @@ func (s *roomStore) runKeys(ctx context.Context, keys []string, script *luaScrip
 }
 
 func (s *roomStore) Move(ctx context.Context, from, to queue.VisitorID, now time.Time, lim queue.Limits) (queue.Status, bool, error) {
-	res, err := s.runKeys(ctx, s.withMark(from), moveScript, from[:], to[:], now.UnixMilli(),
-		lim.MovedKeep().Milliseconds(), s.movedChannel()).Int64Slice()
+	keys := append(s.withMark(from), s.admissionsKey(now))
+	res, err := s.runKeys(ctx, keys, moveScript, from[:], to[:], now.UnixMilli(),
+		lim.MovedKeep().Milliseconds(), s.movedChannel(), flag(lim.Reasons)).Int64Slice()
 	if err != nil {
 		return queue.Status{}, false, fmt.Errorf("moving a place: %w", err)
 	}

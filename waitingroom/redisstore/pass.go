@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
@@ -33,10 +32,10 @@ func (s *roomStore) JoinPass(ctx context.Context, id queue.VisitorID, pass queue
 	if err != nil {
 		return queue.Status{}, false, fmt.Errorf("joining with a pass: %w", err)
 	}
-	keys := append(s.keys[:len(s.keys):len(s.keys)], strings.TrimSuffix(s.keys[0], "queue")+"pass:"+pass.ID)
+	keys := append(s.keys[:len(s.keys):len(s.keys)], s.key("pass:"+pass.ID), s.admissionsKey(now))
 	cmd := passJoinScript.Run(ctx, s.shared.client, keys, deadline, id[:], now.UnixMilli(),
 		lim.Capacity, lim.SessionTTL.Milliseconds(), lim.Rate, lim.RatePer.Milliseconds(),
-		flag(lim.Hold), flag(lim.NoQueue), pass.Uses, pass.Expires.UnixMilli())
+		flag(lim.Hold), flag(lim.NoQueue), pass.Uses, pass.Expires.UnixMilli(), flag(lim.Reasons))
 	if err := cmd.Err(); isDeadlineReply(err) {
 		s.refreshClock()
 	} else {

@@ -47,7 +47,8 @@ import (
 // Beside them, in the same hash slot and outside the scripts' common keys: fleet
 // (HASH, instance slot -> the format level it reads, fleet.lua: what a release reads
 // before it writes a new format; see queue.FormatLevel), the secret, the overrides,
-// the once-only keys and the shop's samples.
+// the once-only keys, the shop's samples, and the draws and admissions by reason
+// (draws.go).
 //
 // base and epoch restart whenever a ticket is issued into an empty queue (no waiter
 // present or away), so the bitmaps and heard only span the tickets of the current busy
@@ -134,6 +135,10 @@ var (
 	onceScript          = newLuaScript("once.lua", deadlinePrelude)
 	reportScript        = newLuaScript("report.lua", deadlinePrelude)
 	fleetScript         = newLuaScript("fleet.lua", deadlinePrelude)
+	drawCommitScript    = newLuaScript("draw_commit.lua", deadlinePrelude)
+	drawCloseScript     = newLuaScript("draw_close.lua", roomPrelude)
+	drawPlaceScript     = newLuaScript("draw_place.lua", roomPrelude)
+	presentScript       = newLuaScript("present.lua", roomPrelude)
 	timeScript          = newLuaScript("time.lua", "")
 )
 

@@ -31,7 +31,7 @@ var allScripts = []*luaScript{
 	joinScript, passJoinScript, statusScript, touchScript, heartbeatScript, holdScript,
 	releaseScript, leaveScript, stepScript, shuffleScript, resetScript, positionsScript,
 	statsScript, swapOverridesScript, onceScript, timeScript, reportScript, moveScript,
-	fleetScript,
+	fleetScript, drawCommitScript, drawCloseScript, drawPlaceScript, presentScript,
 }
 
 // A script's error names the line of lua/ it came from, whether that line is in the
@@ -451,5 +451,25 @@ func drive(t *testing.T, s *roomStore) {
 	check("Measured", err)
 	_, err = s.Fleet(ctx, queue.FormatLevel, now, queue.FleetWindows{Record: 15 * time.Second, Lease: time.Minute})
 	check("Fleet", err)
+	lim.Reasons = true
+	rec, err := s.CommitDraw(ctx, queue.DrawRecord{ID: "random-1", Committed: now, PublicKey: "k"})
+	check("CommitDraw", err)
+	present, err := s.Present(ctx, nil)
+	check("Present", err)
+	lim.Random, lim.Picks = true, &queue.Picks{Draw: rec.ID, Tickets: present}
+	_, err = s.Step(ctx, now, lim)
+	check("Step with picks", err)
+	_, err = s.CloseDraw(ctx, rec.ID)
+	check("CloseDraw", err)
+	_, err = s.CommitDraw(ctx, queue.DrawRecord{ID: "event-1", Lottery: "1", Committed: now, PublicKey: "k"})
+	check("CommitDraw", err)
+	rec, err = s.CloseDraw(ctx, "event-1")
+	check("CloseDraw", err)
+	entrants, err := s.DrawEntrants(ctx, rec.ID, nil)
+	check("DrawEntrants", err)
+	_, err = s.PlaceDraw(ctx, rec.ID, 0, entrants)
+	check("PlaceDraw", err)
+	_, err = s.Admissions(ctx, now.Add(-time.Hour), now)
+	check("Admissions", err)
 	check("Reset", s.Reset(ctx))
 }

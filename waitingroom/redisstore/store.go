@@ -259,23 +259,35 @@ func (s *roomStore) AdmitNow(ctx context.Context, n int, now time.Time, lim queu
 // capacity, rate and hold.
 func (s *roomStore) step(ctx context.Context, now time.Time, lim queue.Limits, forced int) (queue.StepResult, error) {
 	var seed int32 // 0: admit from the head
-	if lim.Random {
+	if lim.Random && lim.Picks == nil {
 		seed = seedForLua()
 	}
-	res, err := s.run(ctx, stepScript, now.UnixMilli(), lim.Capacity,
+	keys := append(s.keys[:len(s.keys):len(s.keys)], s.admissionsKey(now), s.drawKey(""), s.drawKey(":picked"))
+	args := []any{now.UnixMilli(), lim.Capacity,
 		lim.SessionTTL.Milliseconds(), lim.QueueTTL.Milliseconds(), s.channel, sweepBuckets, forced,
 		lim.Rate, lim.RatePer.Milliseconds(), seed, flag(lim.Hold), lim.AwayTTL.Milliseconds(),
-		lim.SessionMax.Milliseconds(), lim.ArriveTTL.Milliseconds()).Slice()
+		lim.SessionMax.Milliseconds(), lim.ArriveTTL.Milliseconds(), flag(lim.Reasons)}
+	if lim.Random && lim.Picks != nil && forced == 0 {
+		keys[len(keys)-2], keys[len(keys)-1] = s.drawKey(lim.Picks.Draw), s.drawKey(lim.Picks.Draw+":picked")
+		for _, t := range lim.Picks.Tickets {
+			args = append(args, t)
+		}
+	}
+	res, err := s.runKeys(ctx, keys, stepScript, args...).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return queue.StepResult{}, fmt.Errorf("admission step: %w", err)
 	}
-	if len(res) < 2 {
+	if len(res) < 2+int(queue.NumReasons) {
 		return queue.StepResult{}, fmt.Errorf("admission step: short reply %v", res)
 	}
 	dropped, _ := res[0].(int64)
 	noShows, _ := res[1].(int64)
 	out := queue.StepResult{Abandoned: int(dropped), NoShows: int(noShows)}
-	for _, item := range res[2:] {
+	for i := range out.ByReason {
+		n, _ := res[2+i].(int64)
+		out.ByReason[i] = uint64(n)
+	}
+	for _, item := range res[2+int(queue.NumReasons):] {
 		raw, _ := item.(string)
 		var id queue.VisitorID
 		if len(raw) != len(id) {

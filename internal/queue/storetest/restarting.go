@@ -48,13 +48,17 @@ func (r *restarting) store(now time.Time) *queue.MemoryStore {
 	if st.Active+st.Waiting+st.Away > bigRoom && r.calls%64 != 0 {
 		return r.s
 	}
+	draws := r.s.AppendDraws(nil, "restarting") // before the state, as the module saves them
 	body := r.s.AppendState(nil, "restarting", r.now)
-	s, err := queue.LoadMemoryStore(body, "restarting", r.now)
+	s, err := queue.LoadMemoryStoreWithDraws(body, draws, "restarting", r.now)
 	if err != nil {
 		r.t.Fatalf("restoring the state the store saved: %v", err)
 	}
 	if again := s.AppendState(nil, "restarting", r.now); string(again) != string(body) {
 		r.t.Fatalf("the restored store saves %d bytes that differ from the %d it was restored from", len(again), len(body))
+	}
+	if again := s.AppendDraws(nil, "restarting"); string(again) != string(draws) {
+		r.t.Fatalf("the restored store saves %d bytes of draws that differ from the %d it was restored from", len(again), len(draws))
 	}
 	if r.cancel != nil {
 		r.cancel()
@@ -211,4 +215,46 @@ func (r *restarting) Fleet(ctx context.Context, reads int, now time.Time, live q
 	s := r.store(now)
 	defer r.mu.Unlock()
 	return s.Fleet(ctx, reads, now, live)
+}
+
+func (r *restarting) CommitDraw(ctx context.Context, rec queue.DrawRecord) (queue.DrawRecord, error) {
+	s := r.store(time.Time{})
+	defer r.mu.Unlock()
+	return s.CommitDraw(ctx, rec)
+}
+
+func (r *restarting) Draw(ctx context.Context, id string) (queue.DrawRecord, bool, error) {
+	s := r.store(time.Time{})
+	defer r.mu.Unlock()
+	return s.Draw(ctx, id)
+}
+
+func (r *restarting) CloseDraw(ctx context.Context, id string) (queue.DrawRecord, error) {
+	s := r.store(time.Time{})
+	defer r.mu.Unlock()
+	return s.CloseDraw(ctx, id)
+}
+
+func (r *restarting) DrawEntrants(ctx context.Context, id string, dst []uint64) ([]uint64, error) {
+	s := r.store(time.Time{})
+	defer r.mu.Unlock()
+	return s.DrawEntrants(ctx, id, dst)
+}
+
+func (r *restarting) PlaceDraw(ctx context.Context, id string, done int, from []uint64) (queue.DrawRecord, error) {
+	s := r.store(time.Time{})
+	defer r.mu.Unlock()
+	return s.PlaceDraw(ctx, id, done, from)
+}
+
+func (r *restarting) Present(ctx context.Context, dst []uint64) ([]uint64, error) {
+	s := r.store(time.Time{})
+	defer r.mu.Unlock()
+	return s.Present(ctx, dst)
+}
+
+func (r *restarting) Admissions(ctx context.Context, since, now time.Time) ([]queue.Minute, error) {
+	s := r.store(now)
+	defer r.mu.Unlock()
+	return s.Admissions(ctx, since, now)
 }

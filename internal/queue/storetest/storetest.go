@@ -97,6 +97,13 @@ func Run(t *testing.T, open Open) {
 		{"MoveOfNothingIsRefused", testMoveOfNothingIsRefused},
 		{"MoveKeepsAwayAndArrival", testMoveKeepsAwayAndArrival},
 		{"ResetForgetsMoves", testResetForgetsMoves},
+		{"DrawCommitFirstOfferWins", testDrawCommitFirstOfferWins},
+		{"DrawCloseTakesTheHeldPlaces", testDrawCloseTakesTheHeldPlaces},
+		{"DrawPlacesTheOrder", testDrawPlacesTheOrder},
+		{"PresentListsTheLine", testPresentListsTheLine},
+		{"RandomDrawTakesThePicksInOrder", testRandomDrawTakesThePicksInOrder},
+		{"AdmissionsByReason", testAdmissionsByReason},
+		{"FIFOReasonsMatchModel", testFIFOReasonsMatchModel},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })

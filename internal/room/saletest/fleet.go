@@ -142,3 +142,4 @@ func (noMetrics) Measured(*queue.Sample, time.Duration) {}
 func (noMetrics) LatencyTarget(time.Duration)           {}
 func (noMetrics) NoShows(int)                           {}
 func (noMetrics) Handoff()                              {}
+func (noMetrics) AdmittedBy(queue.ByReason)             {}

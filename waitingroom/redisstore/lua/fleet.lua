@@ -3,7 +3,9 @@
 -- this release or later is live while its record was renewed within the record's
 -- window; one of a release from before the record is seen by its lease alone (hold.lua,
 -- renewed while its hub holds waiters' sockets) within the lease's window, and reads
--- level 1. Records that lapsed are dropped here, so the hash holds the live ones.
+-- level 1. An instance that recorded and stopped (a restart) is gone, though its
+-- lease outlives its record: its lapsed record is kept while that lease could be
+-- fresh, so the lease is not taken for an older release's, and dropped after.
 --
 -- KEYS[1]      the room's leases (instance slot -> last renewal, unix ms)
 -- KEYS[2]      the room's fleet (instance slot -> "<level>:<last renewal, unix ms>")
@@ -27,6 +29,8 @@ for i = 1, #records, 2 do
     if level and tonumber(at) > recordSince then
       n, recorded[other] = n + 1, true
       lowest = math.min(lowest, tonumber(level))
+    elseif level and tonumber(at) > leaseSince then
+      recorded[other] = true -- stopped: not live, and its lease no older release's
     else
       redis.call('HDEL', KEYS[2], other)
     end

@@ -8,9 +8,12 @@
 -- ARGV[3]      rate count: admissions allowed per rate window (0: no rate)
 -- ARGV[4]      rate window, ms (0: no rate)
 -- ARGV[5]      hold: 1 admits nobody, every new visitor queues
+-- KEYS[17]     the admissions of the hour of the batch's first arrival (count_reason
+--              in prelude.lua)
 -- ARGV[6]      no-queue: 1 turns away a new visitor who cannot be admitted at once
--- ARGV[7+2k]   the k-th visitor's id, 16 bytes
--- ARGV[8+2k]   the k-th visitor's arrival, unix ms
+-- ARGV[7]      reasons: 1 counts each admission at join as in order (step.lua)
+-- ARGV[8+2k]   the k-th visitor's id, 16 bytes
+-- ARGV[9+2k]   the k-th visitor's arrival, unix ms
 --
 -- Returns six numbers per visitor, in order: {state, ticket, position, returned,
 -- active, waiting}. state is 0 unknown, 1 queued, 2 admitted, 3 rejected (no-queue);
@@ -32,6 +35,7 @@
 
 local cap, sttl = tonumber(ARGV[1]), tonumber(ARGV[2])
 local rate_n, rate_per, hold, noqueue = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5] == '1', ARGV[6] == '1'
+local reasons, admitted_at_join = ARGV[7] == '1', 0
 
 -- The room's counters, read once: the last ticket issued, the queue's base and epoch,
 -- and how many of the queued are away.
@@ -88,6 +92,7 @@ local function join(id, now)
       nactive = nactive + 1
       redis.call('HINCRBY', meta, 'admitted_total', 1)
       rate_record(now, rate_n, rate_per, 1)
+      admitted_at_join = admitted_at_join + 1
       return {2, now, 0, 0, nactive, 0}
     end
   end
@@ -129,7 +134,7 @@ local function flush()
 end
 
 local out = {}
-for i = 7, #ARGV, 2 do
+for i = 8, #ARGV, 2 do
   local id = ARGV[i]
   local r = join(id, tonumber(ARGV[i + 1]))
   seen[id] = r
@@ -137,4 +142,6 @@ for i = 7, #ARGV, 2 do
   for k = 1, 6 do out[n + k] = r[k] end
 end
 flush()
+-- A batch's arrivals are within a few milliseconds: counted in its first's minute.
+if reasons and #ARGV >= 9 then count_reason(KEYS[17], tonumber(ARGV[9]), 0, admitted_at_join) end
 return out

@@ -10,12 +10,14 @@
 --
 -- KEYS[1..16]  the room's keys (prelude.lua)
 -- KEYS[17]     from's mark, waiting_room:{<room>}:moved:<hex id>, in the room's slot
+-- KEYS[18]     the admissions of the hour of now (count_reason in prelude.lua)
 -- ARGV, after the deadline (prelude.lua):
 -- ARGV[1]      from: the id giving its place, 16 bytes
 -- ARGV[2]      to: the id taking it, 16 bytes
 -- ARGV[3]      now: unix ms
 -- ARGV[4]      keep: how long the mark is kept, ms (queue.Limits.MovedKeep)
 -- ARGV[5]      channel: where the moved ids are published (move.go)
+-- ARGV[6]      reasons: 1 counts a session moved as let in by hand-off (step.lua)
 --
 -- Returns {state, ticket, position, returned, active, waiting} as status.lua does for
 -- to, after the move; all zeros (nothing moved) when from holds no place or to is
@@ -50,6 +52,7 @@ if seen then
     if t then redis.call('HSET', arrive_tickets, to, t) end
   end
   mark()
+  if ARGV[6] == '1' then count_reason(KEYS[18], now, 3, 1) end
   return {2, admitted_at(to), 0, 0, redis.call('ZCARD', active), present_count()}
 end
 

@@ -3,6 +3,7 @@
 --
 -- KEYS[1..16]  the room's keys (prelude.lua)
 -- KEYS[17]     the pass's use counter, waiting_room:{<room>}:pass:<id>
+-- KEYS[18]     the admissions of the hour of now (count_reason in prelude.lua)
 -- ARGV, after the deadline (prelude.lua):
 -- ARGV[1]      id: the visitor's id, 16 bytes
 -- ARGV[2]      now: unix ms
@@ -14,12 +15,13 @@
 -- ARGV[8]      no-queue: 1 turns the visitor away if not admitted at once
 -- ARGV[9]      uses: how many times the pass may be used
 -- ARGV[10]     the pass's expiry, unix ms (its counter expires with it)
+-- ARGV[11]     reasons: 1 counts an admission at join as the pass's (step.lua)
 --
 -- Returns {state, ticket, position, returned, active, waiting, counted}: the first six
 -- as join.lua's (returned carries KNOWN for an id known already: no use counted);
 -- counted 0 means the pass was used up and nothing was done (then all are 0).
 
-local pass = KEYS[#KEYS] -- after the room's keys
+local pass = KEYS[17] -- after the room's keys
 local id, now = ARGV[1], tonumber(ARGV[2])
 local cap, sttl = tonumber(ARGV[3]), tonumber(ARGV[4])
 local rate_n, rate_per, hold, noqueue = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
@@ -57,6 +59,7 @@ if lane_waiting == 0 and not hold and nactive < cap and rate_budget(now, rate_n,
   admit(id, now)
   redis.call('HINCRBY', meta, 'admitted_total', 1)
   rate_record(now, rate_n, rate_per, 1)
+  if ARGV[11] == '1' then count_reason(KEYS[18], now, 1, 1) end
   return {2, now, 0, 0, nactive + 1, present_count(), 1}
 end
 if noqueue then return {3, 0, 0, 0, nactive, present_count(), 1} end

@@ -95,6 +95,15 @@ local function rate_record(now, n, per, k)
   in_chunks('ZADD', rate, entries)
 end
 
+-- Counts n admissions for reason (queue.Reason: 0 in order .. 5 random) in the
+-- admissions of the hour of now (unix ms), key: a field a minute and reason,
+-- "<minute of the hour>:<reason>" (draws.go, Admissions), kept a day and an hour.
+local function count_reason(key, now, reason, n)
+  if n <= 0 then return end
+  redis.call('HINCRBY', key, math.floor(now / 60000) % 60 .. ':' .. reason, n)
+  redis.call('EXPIRE', key, 90000)
+end
+
 local function epoch_of()
   local v = redis.call('HMGET', meta, 'base', 'epoch')
   return tonumber(v[1]), tonumber(v[2])

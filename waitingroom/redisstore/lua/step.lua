@@ -17,19 +17,32 @@
 -- ARGV[11]     hold: 1 admits nobody
 -- ARGV[12]     away TTL, ms: how long an away waiter's place is kept
 -- ARGV[13]     session max, ms (0: off)
+-- KEYS[17]     the admissions of the hour of now, waiting_room:{<room>}:admitted:<unix
+--              hour> (count_reason in prelude.lua)
+-- KEYS[18]     with picks, the random draw's record, waiting_room:{<room>}:draw:<id>
+-- KEYS[19]     with picks, the draw's picks, draw:<id>:picked: 8 bytes a ticket
 -- ARGV[14]     arrive TTL, ms (0: off): how long a waiter admitted here has to arrive
+-- ARGV[15]     reasons: 1 counts the admissions by reason (every instance reads them)
+-- ARGV[16+k]   a committed random draw's picks, best first (queue.Limits.Picks)
 --
--- Returns {places dropped, no-shows, admitted ids (16 bytes each) in admission
--- order...}, and
+-- Returns {places dropped, no-shows, the admissions by reason (six counts, in
+-- queue.Reason's order), admitted ids (16 bytes each) in admission order...}, and
 -- publishes the ids, concatenated, on the channel. With forced > 0 (the admin's
 -- "admit n") it admits up to that many from the head regardless of capacity, rate and
--- hold; they still count against the rate window.
+-- hold; they still count against the rate window. With picks, the ordinary lane's
+-- waiters it admits are the first of them present, in their order, and only while
+-- the draw is open (its record's state 1); each is appended to the draw's picks.
 
 local now, cap, sttl, qttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local channel, max_sweep, forced = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
 local rate_n, rate_per, seed, hold = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), ARGV[11] == '1'
 local keep, smax = math.max(tonumber(ARGV[12]), qttl), tonumber(ARGV[13] or 0)
 local attl = tonumber(ARGV[14] or 0)
+local reasons, picked = ARGV[15] == '1', #ARGV >= 16
+local admissions, draw_rec, draw_picks = KEYS[17], KEYS[18], KEYS[19]
+-- The reasons (queue.Reason), and the admissions by each.
+local IN_ORDER, PASS, RETURNED, ADMIN, RANDOM = 0, 1, 2, 4, 5
+local by = {0, 0, 0, 0, 0, 0}
 
 -- Queues no-show id (admitted at ticket t, which may be gone) again, away and heard
 -- at now, where it goes first: in the pass lane of the busy period (a new one if the
@@ -100,7 +113,7 @@ expire_idle(now - sttl)
 if smax > 0 then end_sessions(redis.call('ZRANGEBYSCORE', since, '-inf', now - smax)) end
 local no_shows = give_back_no_shows(now, attl, qttl, keep)
 local base, epoch = epoch_of()
-if not base or redis.call('ZCARD', queue) == 0 then return {0, no_shows} end
+if not base or redis.call('ZCARD', queue) == 0 then return {0, no_shows, 0, 0, 0, 0, 0, 0} end
 local dropped, away_delta = 0, 0
 local cutoff = now - qttl - epoch -- a waiter last heard at or before cutoff is away
 local lost = now - keep - epoch   -- and at or before lost, gone
@@ -262,29 +275,55 @@ local unheld, entered, tickets = {}, {}, {}
 -- step for the look, not one an admission.
 local any_missed = attl > 0 and redis.call('EXISTS', missed) == 1
 
-local function take(t)
+-- The highest ordinary ticket admitted in order: one admitted from below it was passed
+-- by the line while away, and is counted as returned.
+local high = tonumber(redis.call('HGET', meta, 'admitted_high') or 0)
+local high_was = high
+local lane = tonumber(redis.call('HGET', meta, 'lane') or 0)
+local picks = {} -- the tickets admitted from the picks, 8 bytes each
+
+-- Why ticket t, just taken by a pick of kind ('line', 'random' or 'forced'), is let
+-- in; was_missed says it was a no-show queued again.
+local function reason_of(t, kind, was_missed)
+  if kind == 'forced' then return ADMIN end
+  if t - base < lane then
+    if was_missed then return RETURNED end
+    return PASS
+  end
+  if kind == 'random' then return RANDOM end
+  if was_missed or t < high then return RETURNED end
+  high = t
+  return IN_ORDER
+end
+
+local function take(t, kind)
   local h = heard_at(t - base)
   if h <= cutoff then h = heard_with(h, redis.call('GETRANGE', holders, (t - base) * 2, (t - base) * 2 + 1)) end
   if h <= cutoff then
     silence(t, h)
     for b, low in pairs(away_low) do redis.call('ZADD', gone, 'LT', low, b) end
     away_low = {}
-    return
+    return false
   end
   local id = redis.call('ZRANGEBYSCORE', queue, t, t, 'LIMIT', 0, 1)[1]
   redis.call('SETBIT', live, t - base, 0)
   local n = #unheld
   unheld[n + 1], unheld[n + 2], unheld[n + 3], unheld[n + 4] = 'SET', 'u1', t - base, 0
-  if not id then return end -- a bit without its waiter: cleared, not admitted
+  if not id then return false end -- a bit without its waiter: cleared, not admitted
   admitted[#admitted + 1] = id
   n = #entered
   entered[n + 1], entered[n + 2] = now, id
   tickets[n + 1], tickets[n + 2] = id, t
+  local was_missed = false
   if any_missed and redis.call('GETBIT', missed, t - base) == 1 then
     redis.call('SETBIT', missed, t - base, 0)
     tickets[n + 2] = -t
+    was_missed = true
   end
+  local why = reason_of(t, kind, was_missed)
+  by[why + 1] = by[why + 1] + 1
   free = free - 1
+  return true
 end
 
 -- The offset of the (k+1)-th present waiter: the bytes before it are found by halving
@@ -307,33 +346,51 @@ local function kth_present(k)
 end
 
 local present = redis.call('ZCARD', queue) - away_count() - away_delta
-local lane = tonumber(redis.call('HGET', meta, 'lane') or 0)
-if seed > 0 and lane > 0 then
+if (seed > 0 or picked) and lane > 0 then
   -- The pass lane goes first in random mode too, in its order.
   while free > 0 and present > 0 do
     local off = redis.call('BITPOS', live, 1, 0, lane - 1, 'BIT')
     if off < 0 then break end
-    take(base + off)
+    take(base + off, 'random')
     present = present - 1
   end
 end
-if seed > 0 then
+if picked then
+  -- A committed random draw: its picks, in their order, while it is open.
+  if redis.call('HGET', draw_rec, 'state') == '1' then
+    for i = 16, #ARGV do
+      if free <= 0 then break end
+      local t = tonumber(ARGV[i])
+      local off = t - base
+      if off >= lane and redis.call('GETBIT', live, off) == 1 and take(t, 'random') then
+        picks[#picks + 1] = struct.pack('>I4I4', math.floor(t / 4294967296), t % 4294967296)
+      end
+    end
+    if #picks > 0 then redis.call('APPEND', draw_picks, table.concat(picks)) end
+  end
+elseif seed > 0 then
   -- Random mode: each admission is a uniform pick among those present; a silent one
   -- picked is sent away and the pick repeated, so the admitted one is uniform among
   -- the live waiters.
   math.randomseed(seed)
   while free > 0 and present > 0 do
-    take(base + kth_present(math.random(present) - 1))
+    take(base + kth_present(math.random(present) - 1), 'random')
     present = present - 1
   end
 else
+  local kind = 'line'
+  if forced > 0 then kind = 'forced' end
   local from = 0
   while free > 0 do
     local off = redis.call('BITPOS', live, 1, from, -1, 'BIT')
     if off < 0 then break end
-    take(base + off)
+    take(base + off, kind)
     from = off + 1
   end
+end
+if reasons then
+  for i = 1, 6 do count_reason(admissions, now, i - 1, by[i]) end
+  if high ~= high_was then redis.call('HSET', meta, 'admitted_high', high) end
 end
 if away_delta ~= 0 then redis.call('HINCRBY', meta, 'away', away_delta) end
 if #unheld > 0 then in_chunks('BITFIELD', held, unheld) end
@@ -353,6 +410,7 @@ if redis.call('ZCARD', queue) == 0 then
   redis.call('DEL', live, held, heard, buckets, gone, holders, quiet, missed)
   redis.call('HSET', meta, 'away', 0)
 end
+for i = 6, 1, -1 do table.insert(admitted, 1, by[i]) end
 table.insert(admitted, 1, no_shows)
 table.insert(admitted, 1, dropped)
 return admitted
