@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -18,10 +19,25 @@ const SeedSize = 32
 type Seed [SeedSize]byte
 
 // NewSeed is a fresh seed from the system's random source.
-func NewSeed() Seed {
+func NewSeed() Seed { return SeedFrom(nil) }
+
+// SeedFrom is a seed read from random (Fill).
+func SeedFrom(random io.Reader) Seed {
 	var s Seed
-	rand.Read(s[:]) // never fails (crypto/rand, Go 1.24+)
+	Fill(random, s[:])
 	return s
+}
+
+// Fill fills b from random, or from the system's random source when random is nil. A
+// rehearsal gives its seeded generator, so that its draws replay; a room never does.
+func Fill(random io.Reader, b []byte) {
+	if random == nil {
+		rand.Read(b) // never fails (crypto/rand, Go 1.24+)
+		return
+	}
+	if _, err := io.ReadFull(random, b); err != nil {
+		panic(fmt.Sprintf("draw: reading %d random bytes: %v", len(b), err)) // a seeded generator never fails
+	}
 }
 
 // String is the seed as published: 64 lowercase hex digits.

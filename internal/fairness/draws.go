@@ -2,7 +2,7 @@ package fairness
 
 import (
 	"context"
-	"crypto/rand"
+	"io"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -24,6 +24,9 @@ type Draws struct {
 	// draw_url and the page's entries_url start with it.
 	page string
 	log  *zap.Logger
+	// source is where seeds and entry keys come from: nil, the system's random source;
+	// a rehearsal's seeded one, so that it replays.
+	source io.Reader
 
 	cur    atomic.Pointer[queue.DrawRecord] // the current draw as last read; nil: none
 	readAt atomic.Int64                     // when it was read, unix ns
@@ -44,11 +47,11 @@ type Draws struct {
 }
 
 // New is the draws of room, whose page is at path page ("" for none).
-func New(room, page string, log *zap.Logger) *Draws {
+func New(room, page string, log *zap.Logger, random io.Reader) *Draws {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Draws{room: room, page: page, log: log, done: map[string]bool{}}
+	return &Draws{room: room, page: page, log: log, source: random, done: map[string]bool{}}
 }
 
 // Want is what the room's settings ask of draws at one moment.
@@ -198,9 +201,9 @@ func (d *Draws) committing(w Want) bool { return w.Reads >= 2 && d.keys.Load() !
 // commit offers a fresh draw id to the store and returns the room's current draw as
 // the store holds it then: this one, or one another instance committed first.
 func (d *Draws) commit(ctx context.Context, st queue.Store, now time.Time, id, lottery string, fail func(string, error)) *queue.DrawRecord {
-	rec := queue.DrawRecord{ID: id, Lottery: lottery, Seed: draw.NewSeed(), Committed: now.UTC().Truncate(time.Second),
+	rec := queue.DrawRecord{ID: id, Lottery: lottery, Seed: draw.SeedFrom(d.source), Committed: now.UTC().Truncate(time.Second),
 		PublicKey: d.keys.Load().signers[0].PublicKey()}
-	rand.Read(rec.EntryKey[:])
+	draw.Fill(d.source, rec.EntryKey[:])
 	got, err := st.CommitDraw(ctx, rec)
 	if err != nil {
 		fail("committing a draw", err)

@@ -24,7 +24,7 @@ var (
 
 // instance is one instance's draws on a shared store.
 func instance(_ *testing.T, room string) *Draws {
-	d := New(room, "/.well-known/waiting-room/"+room, nil)
+	d := New(room, "/.well-known/waiting-room/"+room, nil, nil)
 	d.SetSecrets([][]byte{secret})
 	return d
 }

@@ -69,7 +69,7 @@ func (c *Command) Run(ctx context.Context, out io.Writer) error {
 			label = fmt.Sprintf("%s (%d)", label, seen[label])
 		}
 		v := Variant{Label: label, Config: c.Room, Patch: []byte(body)}
-		if _, err := newEngine(v, time.Time{}, noTicks{}, func([]visitorID) {}); err != nil {
+		if _, err := newEngine(v, time.Time{}, 0, noTicks{}, func([]visitorID) {}); err != nil {
 			// The engine's error names the body too: the flag says it once.
 			return fmt.Errorf("--compare %s: %w", body, errors.Unwrap(err))
 		}

@@ -18,9 +18,9 @@
 // and when it gives up, sleeps, misses its turn, checks out) is drawn from the
 // seed and its number alone, so the settings compared (--compare) play the same
 // people, and the same seed plays the same sale: report.json and report.html come
-// out the same, byte for byte. Two draws are not the rehearsal's but the store's,
-// from math/rand/v2's global source, which cannot be seeded: `mode random` and an
-// event's `shuffle` give the same sale in distribution only.
+// out the same, byte for byte. The room's draws (`mode random`, an event's
+// `shuffle`) take their seeds from the rehearsal's seed too (engine.go), where a
+// room takes them from the system's random source.
 //
 // What is where: command.go the command's run (Command) and its help, site.go the
 // room in a site's config, progress.go the terminal's progress bar; sale.go the sale

@@ -2,7 +2,9 @@ package rehearse
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/queue"
@@ -110,8 +112,9 @@ type ticks interface {
 
 // newEngine starts v's room at the simulated start, its events moved so that the
 // configuration's saleStart falls there (zero: leave them). admitted hears of every
-// admission from the line, as the waiting sockets' hub does.
-func newEngine(v Variant, saleStart time.Time, t ticks, admitted func([]visitorID)) (*engine, error) {
+// admission from the line, as the waiting sockets' hub does. The room's draws take
+// their seeds from seed, so that a lottery or mode random replays as the people do.
+func newEngine(v Variant, saleStart time.Time, seed uint64, t ticks, admitted func([]visitorID)) (*engine, error) {
 	cfg := v.Config
 	if err := settings.CheckRuntime(cfg.Runtime); err != nil {
 		return nil, fmt.Errorf("the room's settings: %w", err)
@@ -139,6 +142,10 @@ func newEngine(v Variant, saleStart time.Time, t ticks, admitted func([]visitorI
 	e.metrics = engineMetrics{e: e, ticks: t}
 	cfg.Store, cfg.StoreType, cfg.Clock, cfg.Metrics = e.store, "memory", e.clock, e.metrics
 	cfg.Logger, cfg.History, cfg.Siblings = nil, nil, nil
+	var draws [32]byte
+	binary.LittleEndian.PutUint64(draws[:], seed)
+	copy(draws[8:], "rehearsal draws")
+	cfg.Random = rand.NewChaCha8(draws)
 	e.rm = room.New(&cfg)
 	e.store.Subscribe(admitted)
 	e.rm.Tick(e.ctx) // as Start does, before the first request

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/capacity"
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/settings"
 )
 
 // fullSale has everything a report shows: a line that forms and clears, give-ups,
@@ -248,5 +249,35 @@ func TestTheTerminalSummary(t *testing.T) {
 	got = (&Report{Seed: 1, Sale: sale, Results: res}).Text()
 	if want := "the line does not clear within the rehearsal (700 still in line)"; !strings.Contains(got, want) {
 		t.Errorf("the summary does not say %q:\n%s", want, got)
+	}
+}
+
+// A lottery and mode random draw from the rehearsal's seed too: the same seed gives
+// the same report, byte for byte, and another seed another order.
+func TestTheSameSeedGivesTheSameDraws(t *testing.T) {
+	start := simZero.Add(10 * time.Minute)
+	lottery := configFor(50)
+	lottery.Events = []settings.Event{{Start: start, End: start.Add(time.Hour), Prequeue: 10 * time.Minute, Shuffle: true}}
+	sale := Sale{Arrivals: []Segment{{N: 400, Over: 15 * time.Minute}}, Stay: Spread{Base: time.Minute, Spread: 30 * time.Second}}
+	play := func(seed uint64) []byte {
+		res, err := Rehearse(context.Background(), sale, []Variant{
+			{Label: "random", Config: configFor(50), Patch: []byte(`{"mode": "random"}`)},
+			{Label: "lottery", Config: lottery},
+		}, Options{Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js
+	}
+	first := play(3)
+	if again := play(3); !bytes.Equal(first, again) {
+		t.Fatal("two rehearsals of seed 3 drew differently")
+	}
+	if bytes.Equal(first, play(4)) {
+		t.Fatal("seeds 3 and 4 drew the same")
 	}
 }

@@ -65,7 +65,7 @@ func Rehearse(ctx context.Context, sale Sale, variants []Variant, opt Options) (
 	// Every room is built before any is played, so that a setting the room refuses
 	// is said at once, not after the others' sales.
 	for _, v := range variants {
-		e, err := newEngine(v, time.Time{}, noTicks{}, func([]visitorID) {})
+		e, err := newEngine(v, time.Time{}, 0, noTicks{}, func([]visitorID) {})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", v.Label, err)
 		}
@@ -155,7 +155,7 @@ func playOne(ctx context.Context, sale *Sale, v Variant, no int, opt Options) (*
 	r.shop = rand.New(rand.NewPCG(opt.Seed, 0x5409))
 	r.vis = make([]visitor, 0, sale.Visitors())
 	r.rec.init(sale)
-	eng, err := newEngine(v, saleStart, r, r.admitted)
+	eng, err := newEngine(v, saleStart, opt.Seed, r, r.admitted)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", v.Label, err)
 	}

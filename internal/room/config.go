@@ -2,6 +2,7 @@ package room
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"go.uber.org/zap"
@@ -39,6 +40,10 @@ type Config struct {
 	// DrawPage is the path of the room's public draw page on the site ("" when it is
 	// off, and with it the receipts): internal/fairness.
 	DrawPage string
+	// Random is where the draws' seeds and entry keys come from: nil, the system's
+	// random source. Only a rehearsal sets it, to a seeded generator, so that a
+	// rehearsal replays byte for byte.
+	Random io.Reader
 
 	Store     queue.Store
 	StoreType string // the store module's name, for the admin API

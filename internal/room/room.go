@@ -90,7 +90,7 @@ func New(cfg *Config) *Room {
 		ips:      newIPCounters(),
 		handoffs: rate.NewLimiter(handoffsPerSecond, handoffBurst),
 		kickCh:   make(chan struct{}, 1),
-		draws:    fairness.New(cfg.Name, cfg.DrawPage, cfg.Logger),
+		draws:    fairness.New(cfg.Name, cfg.DrawPage, cfg.Logger, cfg.Random),
 	}
 	rm.stats.Store(&queue.Stats{})
 	if cfg.Secrets != nil {
