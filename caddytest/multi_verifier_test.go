@@ -1,91 +1,19 @@
 package caddytest
 
 import (
-	"bufio"
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/draw/drawtest"
 	"github.com/caddy-waitingroom/caddy-waitingroom/internal/testredis"
 )
-
-// verifierScript writes the verifier of docs/fairness.md (its block named
-// verify-receipt.mjs) to a temporary directory and returns a function that runs it
-// with node on a receipt, a page and (when not nil) an entries list: what it printed,
-// and whether it accepted. Without node the test skips loudly, and fails under CI.
-func verifierScript(t *testing.T) func(receipt, page, entries []byte) (string, bool) {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missingTool(t, "node is not on PATH: the docs' verifier script cannot be run (install Debian's nodejs)")
-	}
-	doc, err := os.Open(filepath.Join("..", "docs", "fairness.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer doc.Close()
-	var script strings.Builder
-	in := false
-	sc := bufio.NewScanner(doc)
-	for sc.Scan() {
-		switch line := sc.Text(); {
-		case line == "```js verify-receipt.mjs":
-			in = true
-		case in && line == "```":
-			in = false
-		case in:
-			script.WriteString(line + "\n")
-		}
-	}
-	if script.Len() == 0 {
-		t.Fatal("docs/fairness.md has no block named verify-receipt.mjs")
-	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "verify-receipt.mjs")
-	if err := os.WriteFile(path, []byte(script.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	return func(receipt, page, entries []byte) (string, bool) {
-		t.Helper()
-		n++
-		args := []string{path}
-		for _, f := range []struct {
-			name string
-			data []byte
-		}{{"receipt", receipt}, {"page", page}, {"entries", entries}} {
-			if f.data == nil {
-				continue
-			}
-			p := filepath.Join(dir, fmt.Sprintf("%s-%d", f.name, n))
-			if err := os.WriteFile(p, f.data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			args = append(args, p)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		var out bytes.Buffer
-		cmd := exec.CommandContext(ctx, node, args...)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		var exit *exec.ExitError
-		if err != nil && (!errors.As(err, &exit) || exit.ExitCode() != 1) {
-			t.Fatalf("running the verifier: %v: %s", err, out.String())
-		}
-		return strings.TrimSpace(out.String()), err == nil
-	}
-}
 
 // fetch is GET base+path's body, with accept.
 func fetch(t *testing.T, base, path, accept string) []byte {
@@ -113,7 +41,7 @@ func fetch(t *testing.T, base, path, accept string) []byte {
 // ticket a visitor got before the pre-queue opened), and a page whose seed does not
 // hash to its commitment.
 func TestMultiDocsVerifierOnRealReceipts(t *testing.T) {
-	run := verifierScript(t)
+	run := drawtest.Verifier(t, filepath.Join("..", "docs", "fairness.md"))
 	srv := testredis.Start(t)
 	caddyBinary(t) // built before the clock starts: the event is in seconds
 	room := uniqueRoom(t)

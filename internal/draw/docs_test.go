@@ -1,7 +1,6 @@
 package draw
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
 	"os"
@@ -9,56 +8,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/draw/drawtest"
 )
 
 // fairnessPage is the user's page of the rule, which holds the verifier script and
 // the worked example the tests here run.
 var fairnessPage = filepath.Join("..", "..", "docs", "fairness.md")
 
-// docsFiles returns the fenced blocks of docs/fairness.md whose info string names a
-// file ("```json receipt.json"), by that name, each as its lines with a final "\n".
+// docsFiles returns the fenced blocks of docs/fairness.md that name a file, by name.
 func docsFiles(t testing.TB) map[string]string {
 	t.Helper()
-	f, err := os.Open(fairnessPage)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	files := map[string]string{}
-	var name, fence string
-	var body strings.Builder
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		trimmed := strings.TrimLeft(line, " ")
-		if fence != "" {
-			if trimmed == fence {
-				if name != "" {
-					files[name] = body.String()
-				}
-				fence, name = "", ""
-				body.Reset()
-				continue
-			}
-			body.WriteString(line + "\n")
-			continue
-		}
-		if info, ok := strings.CutPrefix(trimmed, "```"); ok {
-			fence = "```"
-			if fields := strings.Fields(info); len(fields) == 2 {
-				name = fields[1]
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"verify-receipt.mjs", "receipt.json", "page.json", "entries.txt", "output"} {
-		if files[want] == "" {
-			t.Fatalf("%s has no block named %s", fairnessPage, want)
-		}
-	}
-	return files
+	return drawtest.DocsFiles(t, fairnessPage, "verify-receipt.mjs", "receipt.json", "page.json", "entries.txt", "output")
 }
 
 // The worked example on the page is what the room makes: its receipt is the one the

@@ -2,81 +2,22 @@ package draw
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// nodeScript writes the verifier script of docs/fairness.md to a temporary directory
-// and returns a function that runs it on a receipt, a page and (when not nil) an
-// entries list: its output, and whether it accepted (exit 0). Without node the test
-// is skipped, loudly, unless CI is set: then it fails.
-func nodeScript(t *testing.T) func(receipt, page, entries []byte) (string, bool) {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		banner := "\n*************************************************************\n" +
-			"*** node is not on PATH: the docs' verifier script cannot be run (install Debian's nodejs)\n" +
-			"*************************************************************"
-		if os.Getenv("CI") != "" {
-			t.Fatal(banner + "\n(CI is set, so this is a failure, not a skip)")
-		}
-		t.Skip(banner)
-	}
-	dir := t.TempDir()
-	script := filepath.Join(dir, "verify-receipt.mjs")
-	if err := os.WriteFile(script, []byte(docsFiles(t)["verify-receipt.mjs"]), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	return func(receipt, page, entries []byte) (string, bool) {
-		t.Helper()
-		n++
-		args := []string{script}
-		for _, f := range []struct {
-			name string
-			data []byte
-		}{{"receipt", receipt}, {"page", page}, {"entries", entries}} {
-			if f.data == nil {
-				continue
-			}
-			path := filepath.Join(dir, fmt.Sprintf("%s-%d", f.name, n))
-			if err := os.WriteFile(path, f.data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			args = append(args, path)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		var out bytes.Buffer
-		cmd := exec.CommandContext(ctx, node, args...)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		var exit *exec.ExitError
-		if err != nil && !errors.As(err, &exit) {
-			t.Fatalf("running node: %v", err)
-		}
-		if err != nil && exit.ExitCode() != 1 {
-			t.Fatalf("the script exited with %d: %s", exit.ExitCode(), out.String())
-		}
-		return strings.TrimSpace(out.String()), err == nil
-	}
-}
+	"github.com/caddy-waitingroom/caddy-waitingroom/internal/draw/drawtest"
+)
 
 // The docs' verifier, run on receipts the package signs, agrees with the room: every
 // entrant's place, from the receipt after the draw and the one from before it; the
 // stages before the draw; a FIFO ticket. A room name with the characters JSON
 // writers disagree on (U+2028, a quote, a tab) holds the signed bytes alike.
 func TestDocsVerifierScript(t *testing.T) {
-	run := nodeScript(t)
+	run := drawtest.Verifier(t, fairnessPage)
 	room := "drop ☂ \u2028\"\t"
 	d := newDraw(t, room, "event-2031-06-01T10:00:00Z", testSecret, 12, rand.New(rand.NewPCG(31, 32)))
 	page := d.page(t, StateDrawn)
@@ -119,7 +60,7 @@ func TestDocsVerifierScript(t *testing.T) {
 // a page whose seed is not its commitment, and the other ways a receipt or page can
 // be wrong.
 func TestDocsVerifierScriptRefuses(t *testing.T) {
-	run := nodeScript(t)
+	run := drawtest.Verifier(t, fairnessPage)
 	r := rand.New(rand.NewPCG(33, 34))
 	d := newDraw(t, "drop", "event-2031-06-01T10:00:00Z", testSecret, 12, r)
 	next := newDraw(t, "drop", "event-2031-06-02T10:00:00Z", testSecret, 12, r)
