@@ -121,6 +121,7 @@ func fleetRoom(t *testing.T, nd *node, room string) roomObject {
 // lease). When one instance is killed, its waiters are away after queue_ttl; the
 // others stay.
 func TestMultiHeldSocketsKeepPlaces(t *testing.T) {
+	t.Parallel() // its own fleet and Redis, and most of its time waiting on the clock: beside the others like it
 	srv := testredis.Start(t)
 	room := uniqueRoom(t)
 	f := startFleet(t, 3, func(int) string {

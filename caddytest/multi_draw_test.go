@@ -129,6 +129,7 @@ func drawEvent(start time.Time, prequeue time.Duration) string {
 // order the test works out from the seed and the entry ids alone, which is also the
 // place each one's receipt says.
 func TestMultiCommittedDraw(t *testing.T) {
+	t.Parallel() // its own fleet and Redis, and most of its time waiting on the clock: beside the others like it
 	srv := testredis.Start(t)
 	room := uniqueRoom(t)
 	start := time.Now().Add(70 * time.Second).Truncate(time.Second)

@@ -22,6 +22,7 @@ func newCookielessDevice(account string) *guest {
 // lets it in again only until its next check of the session with the store
 // (queue.TouchEvery), never for as long as it keeps asking.
 func TestMultiKeyWithoutCookieEnds(t *testing.T) {
+	t.Parallel() // its own fleet and Redis, and most of its time waiting on the clock: beside the others like it
 	srv := testredis.Start(t)
 	maxRoom, revokeRoom := uniqueRoom(t), uniqueRoom(t)
 	const sessionMax = 12 * time.Second

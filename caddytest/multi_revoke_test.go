@@ -15,6 +15,7 @@ import (
 // another instance, which had confirmed the session, only until that instance's
 // throttled check (queue.TouchEvery), and never after.
 func TestMultiRevokeReachesAnotherInstance(t *testing.T) {
+	t.Parallel() // its own fleet and Redis, and most of its time waiting on the clock: beside the others like it
 	srv := testredis.Start(t)
 	rooms := map[string]string{"revoke": uniqueRoom(t), "admin removal": uniqueRoom(t)}
 	f := startFleet(t, 2, func(int) string {

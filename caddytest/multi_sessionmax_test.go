@@ -32,6 +32,7 @@ func fleetRoomObject(t *testing.T, nd *node, room string) map[string]any {
 // and the slot goes to the next waiter. Restoring (null) on the other instance turns
 // it off on both.
 func TestMultiSessionMax(t *testing.T) {
+	t.Parallel() // its own fleet and Redis, and most of its time waiting on the clock: beside the others like it
 	srv := testredis.Start(t)
 	room := uniqueRoom(t)
 	f := startFleet(t, 2, func(int) string { return roomBlock(room, "/shop*", 1, "redis redis://"+srv.Addr) })

@@ -41,6 +41,7 @@ func fetch(t *testing.T, base, path, accept string) []byte {
 // ticket a visitor got before the pre-queue opened), and a page whose seed does not
 // hash to its commitment.
 func TestMultiDocsVerifierOnRealReceipts(t *testing.T) {
+	t.Parallel() // its own fleet and Redis, and most of its time waiting on the clock: beside the others like it
 	run := drawtest.Verifier(t, filepath.Join("..", "docs", "fairness.md"))
 	srv := testredis.Start(t)
 	caddyBinary(t) // built before the clock starts: the event is in seconds

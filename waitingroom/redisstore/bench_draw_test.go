@@ -66,7 +66,7 @@ func BenchmarkDrawMillion(b *testing.B) {
 	n := *drawWaiters
 	start := time.Now().Add(time.Hour).Truncate(time.Second)
 	lottery := start.Format(time.RFC3339Nano)
-	d := fairness.New("bench", "/draw", nil)
+	d := fairness.New("bench", "/draw", nil, nil)
 	d.SetSecrets([][]byte{[]byte("the draw benchmark's secret, 32 bytes or more")})
 	fail := func(op string, err error) { b.Fatalf("%s: %v", op, err) }
 	want := fairness.Want{Lottery: lottery, Start: start, Prequeue: true, Reads: 2}
