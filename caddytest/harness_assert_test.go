@@ -102,6 +102,7 @@ func (f *failureLog) report(t *testing.T) {
 type churnCount struct {
 	admitted, admittedAtFault, reconnects atomic.Int64
 	inside, maxInside                     atomic.Int64
+	resent                                atomic.Int64 // requests sent again after a dropped connection
 }
 
 // enter counts a visitor in and records the most inside at once.
