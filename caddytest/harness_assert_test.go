@@ -29,6 +29,11 @@ func missingTool(t testing.TB, msg string) {
 // bound on a hang, not a timing assertion.
 const liveness = 15 * time.Second
 
+// browserStart bounds how long a browser may take to start and open its session: a
+// cold profile on a shared machine, with the race detector and other browsers busy,
+// has taken more than liveness. It too bounds a hang and asserts no timing.
+const browserStart = 4 * liveness
+
 // eventually polls cond until it holds, failing after the liveness bound with
 // what cond last saw.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {

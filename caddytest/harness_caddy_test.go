@@ -32,9 +32,16 @@ func uniqueRoom(t *testing.T) string {
 }
 
 // liveGlobals opens the global options block of every in-process test config (the
-// harness's fixed admin port, our ports, no trust store, instant shutdown); extra
-// global options and the closing brace follow.
+// harness's fixed admin port, our ports, no trust store, instant shutdown, and Caddy's
+// own log kept to errors unless extra says otherwise); extra global options and the
+// closing brace follow.
 func liveGlobals(extra string) string {
+	if !strings.Contains(extra, "\tlog {") {
+		// Caddy logs every config load and admin request at info: over a run of the
+		// package that is thousands of lines, and the failures CI shows at the end of
+		// its output would be buried under them.
+		extra = "\tlog {\n\t\tlevel ERROR\n\t}\n" + extra
+	}
 	return fmt.Sprintf("{\n\tadmin localhost:2999\n\thttp_port %d\n\thttps_port 9443\n\tgrace_period 1ns\n\tskip_install_trust\n\tlocal_certs\n%s}\n", livePort, extra)
 }
 

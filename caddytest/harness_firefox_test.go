@@ -98,10 +98,10 @@ func newFirefox(t *testing.T, o engineOptions) enginePage {
 	var wsURL string
 	select {
 	case wsURL = <-found:
-	case <-time.After(liveness):
+	case <-time.After(browserStart):
 		t.Fatal("firefox did not open its BiDi port")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), liveness)
+	ctx, cancel := context.WithTimeout(context.Background(), browserStart)
 	defer cancel()
 	conn, _, err := websocket.Dial(ctx, wsURL+"/session", nil)
 	if err != nil {
@@ -112,7 +112,7 @@ func newFirefox(t *testing.T, o engineOptions) enginePage {
 	go f.read()
 	t.Cleanup(func() { conn.CloseNow() })
 
-	if _, err := f.call("session.new", map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{"acceptInsecureCerts": true}}}); err != nil {
+	if _, err := f.callWithin(browserStart, "session.new", map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{"acceptInsecureCerts": true}}}); err != nil {
 		t.Fatalf("BiDi session: %v", err)
 	}
 	var tree struct {
@@ -178,13 +178,17 @@ func (f *firefoxPage) event(r bidiReply) {
 }
 
 func (f *firefoxPage) call(method string, params any) (json.RawMessage, error) {
+	return f.callWithin(liveness, method, params)
+}
+
+func (f *firefoxPage) callWithin(bound time.Duration, method string, params any) (json.RawMessage, error) {
 	id := f.nextID.Add(1)
 	ch := make(chan bidiReply, 1)
 	f.mu.Lock()
 	f.waiting[id] = ch
 	f.mu.Unlock()
 	msg, _ := json.Marshal(map[string]any{"id": id, "method": method, "params": params})
-	ctx, cancel := context.WithTimeout(context.Background(), liveness)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	if err := f.conn.Write(ctx, websocket.MessageText, msg); err != nil {
 		return nil, err
@@ -199,7 +203,7 @@ func (f *firefoxPage) call(method string, params any) (json.RawMessage, error) {
 		f.mu.Lock()
 		delete(f.waiting, id)
 		f.mu.Unlock()
-		return nil, fmt.Errorf("%s: no answer within %v", method, liveness)
+		return nil, fmt.Errorf("%s: no answer within %v", method, bound)
 	}
 }
 

@@ -60,7 +60,7 @@ func startXvfb(t *testing.T) string {
 			t.Fatalf("Xvfb gave display %q", n)
 		}
 		return ":" + n
-	case <-time.After(liveness):
+	case <-time.After(browserStart):
 		t.Fatal("Xvfb did not start")
 	}
 	return ""
@@ -96,7 +96,7 @@ func newWebKit(t *testing.T, o engineOptions) enginePage {
 		t.Fatalf("starting WebKitWebDriver: %v", err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	p := &webkitPage{t: t, client: &http.Client{Timeout: 2 * liveness}}
+	p := &webkitPage{t: t, client: &http.Client{Timeout: browserStart}}
 	driver := fmt.Sprintf("http://127.0.0.1:%d", port)
 	args := []string{"--automation"}
 	if o.noScripts {
@@ -110,7 +110,7 @@ func newWebKit(t *testing.T, o engineOptions) enginePage {
 		SessionID string `json:"sessionId"`
 	}
 	var err error
-	deadline := time.Now().Add(liveness)
+	deadline := time.Now().Add(browserStart)
 	for {
 		err = p.call(http.MethodPost, driver+"/session", caps, &session)
 		if err == nil || time.Now().After(deadline) {

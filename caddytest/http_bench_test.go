@@ -31,7 +31,7 @@ func BenchmarkHTTPRoomVsBare(b *testing.B) {
 		duration = "5s"
 	)
 	tester := caddytest.NewTester(b)
-	tester.InitServer(liveGlobals("\tlog {\n\t\tlevel ERROR\n\t}\n")+`
+	tester.InitServer(liveGlobals("")+`
 http://localhost:9081 {
 	respond "ok"
 }

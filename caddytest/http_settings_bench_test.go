@@ -38,7 +38,7 @@ func BenchmarkHTTPAdmittedSettings(b *testing.B) {
 			port, name, strings.Join(extra, "\n\t\t"))
 	}
 	tester := caddytest.NewTester(b)
-	tester.InitServer(liveGlobals("\tlog {\n\t\tlevel ERROR\n\t}\n")+"http://localhost:9081 {\n\trespond \"ok\"\n}\n"+
+	tester.InitServer(liveGlobals("")+"http://localhost:9081 {\n\trespond \"ok\"\n}\n"+
 		site(9082, "bench_plain")+site(9083, "bench_session_max", "session_max 1h")+
 		site(9084, "bench_proof", "proof_of_work 16")+site(9085, "bench_pass"), "caddyfile")
 
