@@ -13,9 +13,13 @@ import (
 func (s *roomStore) fleetKey() string { return s.keys[10][:len(s.keys[10])-len("leases")] + "fleet" }
 
 func (s *roomStore) Fleet(ctx context.Context, reads int, now time.Time, live queue.FleetWindows) (queue.Fleet, error) {
-	slot, err := s.holderSlot(ctx, now)
-	if err != nil {
-		return queue.Fleet{}, fmt.Errorf("recording the fleet: %w", err)
+	// Without a slot yet, the script claims one: the slot's lease and its record are
+	// written in one call (fleet.lua says why), under the lock holderSlot takes.
+	slot := s.slot.Load()
+	if slot == 0 {
+		s.slotMu.Lock()
+		defer s.slotMu.Unlock()
+		slot = s.slot.Load()
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -24,7 +28,7 @@ func (s *roomStore) Fleet(ctx context.Context, reads int, now time.Time, live qu
 	if err != nil {
 		return queue.Fleet{}, fmt.Errorf("recording the fleet: %w", err)
 	}
-	res, err := fleetScript.Run(ctx, s.shared.client, []string{s.keys[10], s.fleetKey()}, deadline,
+	res, err := fleetScript.Run(ctx, s.shared.client, []string{s.keys[10], s.fleetKey(), s.keys[2]}, deadline,
 		now.UnixMilli(), strconv.FormatUint(uint64(slot), 10), reads, live.Record.Milliseconds(), live.Lease.Milliseconds()).Int64Slice()
 	if isDeadlineReply(err) {
 		s.refreshClock()
@@ -35,8 +39,11 @@ func (s *roomStore) Fleet(ctx context.Context, reads int, now time.Time, live qu
 	if err != nil {
 		return queue.Fleet{}, fmt.Errorf("recording the fleet: %w", err)
 	}
-	if len(res) != 2 {
+	if len(res) != 3 || res[2] < 1 || res[2] > 65535 {
 		return queue.Fleet{}, fmt.Errorf("recording the fleet: unexpected reply %v", res)
+	}
+	if slot == 0 {
+		s.slot.Store(uint32(res[2]))
 	}
 	return queue.Fleet{Instances: int(res[0]), Reads: int(res[1])}, nil
 }

@@ -86,6 +86,44 @@ func TestFleetReadsTheLowestLiveLevel(t *testing.T) {
 	}
 }
 
+// Instances of this release that start together (a fleet's first start, a rolling
+// restart's) each see the others as readers of this level from their first record:
+// none takes another's brand-new lease, written as it claims its slot, for an older
+// release's. One that did would hold back what the new level writes (the counts by
+// reason) until its next record, five seconds later.
+func TestFleetInstancesStartingTogetherSeeNoOlderRelease(t *testing.T) {
+	mod := provision(t, &Redis{URL: "redis://" + testredis.Start(t).Addr, Timeout: caddy.Duration(5 * time.Second)})
+	live := queue.FleetWindows{Record: 15 * time.Second, Lease: time.Minute}
+	const rounds, instances = 20, 6
+	for round := range rounds {
+		stores := instancesOn(mod)(t, instances)
+		now := time.Now()
+		got := make([]queue.Fleet, instances)
+		errs := make([]error, instances)
+		var start, done sync.WaitGroup
+		start.Add(1)
+		for i, st := range stores {
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				start.Wait()
+				got[i], errs[i] = st.Fleet(context.Background(), queue.FormatLevel, now, live)
+			}()
+		}
+		start.Done()
+		done.Wait()
+		for i := range stores {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			if got[i].Reads != queue.FormatLevel || got[i].Instances < 1 || got[i].Instances > instances {
+				t.Fatalf("round %d, instance %d of %d starting together: %+v, want level %d read by every live one",
+					round, i, instances, got[i], queue.FormatLevel)
+			}
+		}
+	}
+}
+
 // The rule's step 2 for the draws (queue.FormatLevel 2): while an instance reading
 // level 1 is live, a room on this release writes none of the draws' keys (no draw is
 // committed; an event's lottery is drawn as the older release draws it, once) and

@@ -37,7 +37,8 @@ type roomStore struct {
 	joins     joinBatcher
 	clock     redisClock
 	// slot is this instance's number among the room's holders (see queue.Holder), 0
-	// until its first Hold is given one (under slotMu, so it is given once).
+	// until its first Hold or fleet record is given one (under slotMu, so it is given
+	// once).
 	slot   atomic.Uint32
 	slotMu sync.Mutex
 }

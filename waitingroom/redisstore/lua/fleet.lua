@@ -7,19 +7,29 @@
 -- lease outlives its record: its lapsed record is kept while that lease could be
 -- fresh, so the lease is not taken for an older release's, and dropped after.
 --
+-- An instance that has no slot yet claims it here, its lease and its record written
+-- together: claimed first on its own (hold.lua), its lease would stand without a
+-- record until this script ran, and an instance starting beside it would take it, in
+-- between, for an older release's.
+--
 -- KEYS[1]      the room's leases (instance slot -> last renewal, unix ms)
 -- KEYS[2]      the room's fleet (instance slot -> "<level>:<last renewal, unix ms>")
+-- KEYS[3]      the room's meta hash, whose "instances" counts the slots given out
 -- ARGV, after the deadline (prelude.lua):
 -- ARGV[1]      now: unix ms
--- ARGV[2]      this instance's slot
+-- ARGV[2]      this instance's slot (0: give this instance one, as hold.lua does)
 -- ARGV[3]      the format level it reads
 -- ARGV[4]      the record's window: ms
 -- ARGV[5]      the lease's window: ms
 --
--- Returns {live instances, lowest level}.
+-- Returns {live instances, lowest level, this instance's slot}.
 
 local now, slot, reads = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local recordSince, leaseSince = now - tonumber(ARGV[4]), now - tonumber(ARGV[5])
+if slot == '0' then
+  slot = tostring((redis.call('HINCRBY', KEYS[3], 'instances', 1) - 1) % 65535 + 1)
+  redis.call('HSET', KEYS[1], slot, now)
+end
 redis.call('HSET', KEYS[2], slot, reads .. ':' .. now)
 local n, lowest, recorded = 1, reads, {[slot] = true}
 local records = redis.call('HGETALL', KEYS[2])
@@ -42,4 +52,4 @@ for i = 1, #leases, 2 do
     n, lowest = n + 1, math.min(lowest, 1)
   end
 end
-return {n, lowest}
+return {n, lowest, tonumber(slot)}
